@@ -1,0 +1,42 @@
+from django.db import models
+
+
+class ComputeType(models.TextChoices):
+    KUBERNETES = "kubernetes", "Kubernetes cluster"
+    AMLCOMPUTE = "amlcompute", "Compute cluster"
+    COMPUTEINSTANCE = "computeinstance", "Compute instance"
+    VIRTUALMACHINE = "virtualmachine", "Virtual machine"
+    DATABRICKS = "databricks", "Azure Databricks"
+    HDINSIGHT = "hdinsight", "HDInsight"
+    DATALAKEANALYTICS = "datalakeanalytics", "Data Lake Analytics"
+    SYNAPSESPARK = "synapsespark", "Synapse Spark pool"
+    BATCH = "batch", "Azure Batch"
+
+
+class ProvisioningState(models.TextChoices):
+    CREATING = "Creating"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UPDATING = "Updating"
+    DELETING = "Deleting"
+
+
+class Tier(models.TextChoices):
+    DEDICATED = "dedicated"
+    LOW_PRIORITY = "low_priority"
+
+
+# Studio tabs (Azure ML's compute hub): which records each tab lists.
+STUDIO_TABS = {
+    "instances": [ComputeType.COMPUTEINSTANCE],
+    "clusters": [ComputeType.AMLCOMPUTE],
+    "kubernetes": [ComputeType.KUBERNETES],
+    "attached": [
+        ComputeType.VIRTUALMACHINE,
+        ComputeType.DATABRICKS,
+        ComputeType.HDINSIGHT,
+        ComputeType.DATALAKEANALYTICS,
+        ComputeType.SYNAPSESPARK,
+        ComputeType.BATCH,
+    ],
+}

@@ -1,0 +1,71 @@
+"""Compute targets: the records that are Dockyard's desired state for each kind of compute."""
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from controlplane.crypto import decrypt_json, encrypt_json
+from workspaces.models import Workspace
+
+from .choices import ComputeType, ProvisioningState
+
+RESERVED_COMPUTE_NAMES = {"local"}
+
+
+def validate_compute_name(value: str) -> None:
+    """Azure ML's rule: 2–24 letters, digits or hyphens, starting with a letter; says what is wrong."""
+    value = value or ""
+    problems = []
+    if not 2 <= len(value) <= 24:
+        problems.append(f"must be 2 to 24 characters long (it has {len(value)})")
+    if value and not re.match(r"[A-Za-z]", value[0]):
+        problems.append("must start with a letter")
+    bad = sorted(set(re.sub(r"[A-Za-z0-9-]", "", value)))
+    if bad:
+        problems.append("may contain only letters, digits and hyphens (found " + " ".join(repr(c) for c in bad) + ")")
+    if problems:
+        raise ValidationError(f"Name '{value}' " + "; ".join(problems) + ".")
+    if value.lower() in RESERVED_COMPUTE_NAMES:
+        raise ValidationError(f"Name '{value}' is reserved for the built-in local compute.")
+
+
+class ComputeTarget(models.Model):
+    """A compute target of a workspace; type-specific settings in `properties`, secrets encrypted."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="computes")
+    name = models.CharField(max_length=24, validators=[validate_compute_name])
+    type = models.CharField(max_length=32, choices=ComputeType.choices)
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=dict, blank=True)
+    # Non-secret, type-specific fields, already validated and normalised by the type's serializer.
+    properties = models.JSONField(default=dict, blank=True)
+    # Fernet token of a JSON map (kubeconfig, keys, passwords); never serialised.
+    secrets_encrypted = models.TextField(blank=True, default="")
+    secret_fields = models.JSONField(default=list, blank=True)
+    provisioning_state = models.CharField(
+        max_length=16, choices=ProvisioningState.choices, default=ProvisioningState.CREATING
+    )
+    provisioning_errors = models.JSONField(default=list, blank=True)
+    generation = models.PositiveBigIntegerField(default=1)
+    observed_generation = models.PositiveBigIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="compute_unique_name")]
+        indexes = [models.Index(fields=["workspace", "type"], name="compute_ws_type")]
+
+    def __str__(self):
+        return f"{self.workspace_id}/{self.name}"
+
+    @property
+    def secrets(self) -> dict:
+        return decrypt_json(self.secrets_encrypted)
+
+    @secrets.setter
+    def secrets(self, value: dict) -> None:
+        self.secrets_encrypted = encrypt_json(value)
+        self.secret_fields = sorted(key for key, item in value.items() if item)

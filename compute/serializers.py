@@ -1,0 +1,417 @@
+"""One serializer per compute type: the single validation path for API, studio and CLI."""
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
+from rest_framework import serializers
+
+from workspaces.serializers import validate_tags
+
+from . import validators, vmsizes
+from .choices import ComputeType, ProvisioningState, Tier
+from .models import ComputeTarget, validate_compute_name
+
+# Fields of Azure ML's YAML that Dockyard keeps as given without acting on them, so files load unchanged.
+KEPT_AS_GIVEN = ("location", "identity", "network_settings", "enable_node_public_ip", "ssh_public_access_enabled")
+IGNORED = ("$schema",)
+
+
+def django_rule(check):
+    """Wrap a validator raising Django's ValidationError for use as a DRF field validator."""
+
+    def run(value):
+        try:
+            check(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return value
+
+    return run
+
+
+class ComputeSerializer(serializers.Serializer):
+    """Fields every compute type has; subclasses add their own and name their secrets."""
+
+    compute_type: str = ""
+    secret_fields: tuple[str, ...] = ()
+    kept_as_given: tuple[str, ...] = ()
+
+    name = serializers.CharField(max_length=64, validators=[django_rule(validate_compute_name)])
+    type = serializers.CharField()
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    tags = serializers.JSONField(required=False, default=dict, validators=[validate_tags])
+    provisioning_state = serializers.ChoiceField(choices=ProvisioningState.choices, read_only=True)
+    provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
+    secrets_set = serializers.ListField(child=serializers.CharField(), read_only=True, help_text="secret fields that hold a value")
+    created_by = serializers.CharField(read_only=True, allow_null=True)
+    created_on = serializers.DateTimeField(read_only=True)
+    updated_on = serializers.DateTimeField(read_only=True)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.compute_type:
+            cls._declared_fields["type"] = serializers.ChoiceField(choices=[cls.compute_type])
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["The body must be a mapping of fields."]})
+        data = self.normalise(dict(data))
+        known = set(self.fields) | set(self.kept_as_given) | set(IGNORED)
+        unknown = sorted(key for key in data if key not in known)
+        if unknown:
+            raise serializers.ValidationError({key: [f"Unknown field for type '{self.compute_type}'."] for key in unknown})
+        validated = super().to_internal_value(data)
+        validated.update({key: data[key] for key in self.kept_as_given if key in data})
+        return validated
+
+    def normalise(self, data: dict) -> dict:
+        """Rewrite accepted alternative spellings (Azure ML's nested forms) into our fields."""
+        return data
+
+    @classmethod
+    def merge_for_update(cls, stored: dict, patch: dict) -> dict:
+        """The full body a PATCH amounts to: stored fields overlaid with the patch."""
+        return {**stored, **patch}
+
+    def to_representation(self, instance):
+        if isinstance(instance, ComputeTarget):
+            instance = compute_as_dict(instance)
+        data = super().to_representation(instance)
+        data.update({key: instance[key] for key in self.kept_as_given if key in instance})
+        return data
+
+
+def compute_as_dict(compute: ComputeTarget) -> dict:
+    return {
+        **compute.properties,
+        "name": compute.name,
+        "type": compute.type,
+        "description": compute.description,
+        "tags": compute.tags,
+        "provisioning_state": compute.provisioning_state,
+        "provisioning_errors": compute.provisioning_errors,
+        "secrets_set": compute.secret_fields,
+        "created_by": compute.created_by.username if compute.created_by_id else None,
+        "created_on": compute.created_at,
+        "updated_on": compute.updated_at,
+    }
+
+
+def secret_field(**kwargs):
+    return serializers.CharField(write_only=True, required=False, trim_whitespace=False, max_length=65536, **kwargs)
+
+
+class KubernetesComputeSerializer(ComputeSerializer):
+    compute_type = ComputeType.KUBERNETES
+    secret_fields = ("kubeconfig",)
+    kept_as_given = ("identity",)
+
+    kubeconfig = secret_field(help_text="kubeconfig YAML; write-only, stored encrypted")
+    context = serializers.CharField(required=False, allow_null=True, default=None, max_length=253)
+    namespace = serializers.CharField(required=False, default="default", validators=[django_rule(validators.validate_namespace)])
+    node_selector = serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=63), required=False, default=dict)
+    server = serializers.CharField(read_only=True)
+
+    @classmethod
+    def merge_for_update(cls, stored: dict, patch: dict) -> dict:
+        if "kubeconfig" in patch and "context" not in patch:
+            stored = {key: value for key, value in stored.items() if key != "context"}
+        return {**stored, **patch}
+
+    def validate_node_selector(self, value):
+        django_rule(validators.validate_node_selector)(value)
+        return value
+
+    def validate(self, attrs):
+        kubeconfig = attrs.get("kubeconfig") or (self.context.get("secrets") or {}).get("kubeconfig")
+        if not kubeconfig:
+            raise serializers.ValidationError({"kubeconfig": ["A kubeconfig is required to attach a Kubernetes cluster."]})
+        try:
+            summary = validators.kubeconfig_summary(kubeconfig, attrs.get("context"))
+            host = summary["server"].split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+            if not settings.DOCKYARD_ALLOW_LINK_LOCAL and validators.is_forbidden_address(host):
+                raise DjangoValidationError(
+                    f"The cluster server {summary['server']} is a link-local or cloud-metadata address; "
+                    "it is refused unless DOCKYARD_ALLOW_LINK_LOCAL is set."
+                )
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"kubeconfig": exc.messages}) from None
+        attrs["context"] = summary["context"]
+        attrs["server"] = summary["server"]
+        return attrs
+
+
+def size_rule(target: str):
+    def check(value):
+        problem = vmsizes.size_problem(value, target, timezone.now().date())
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+    return check
+
+
+class AmlComputeSerializer(ComputeSerializer):
+    compute_type = ComputeType.AMLCOMPUTE
+    kept_as_given = KEPT_AS_GIVEN
+
+    size = serializers.CharField(required=False, default="Standard_DS3_v2", validators=[size_rule(vmsizes.CLUSTER)])
+    tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.DEDICATED)
+    min_instances = serializers.IntegerField(min_value=0, max_value=10000, required=False, default=0)
+    max_instances = serializers.IntegerField(min_value=1, max_value=10000, required=False, default=1)
+    idle_time_before_scale_down = serializers.IntegerField(
+        min_value=0, max_value=365 * 86400, required=False, default=120, help_text="seconds"
+    )
+
+    def validate(self, attrs):
+        if attrs["min_instances"] > attrs["max_instances"]:
+            raise serializers.ValidationError(
+                {"min_instances": [f"min_instances ({attrs['min_instances']}) must not exceed max_instances ({attrs['max_instances']})."]}
+            )
+        return attrs
+
+
+class TriggerSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["cron", "recurrence"])
+    expression = serializers.CharField(required=False, validators=[django_rule(validators.validate_cron)])
+    frequency = serializers.ChoiceField(choices=["minute", "hour", "day", "week", "month"], required=False)
+    interval = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=1)
+    schedule = serializers.DictField(required=False)
+    start_time = serializers.CharField(required=False, validators=[django_rule(validators.validate_start_time)])
+    time_zone = serializers.CharField(required=False, default="UTC", validators=[django_rule(validators.validate_time_zone)])
+
+    def validate(self, attrs):
+        if attrs["type"] == "cron" and not attrs.get("expression"):
+            raise serializers.ValidationError({"expression": ["A cron trigger needs an expression."]})
+        if attrs["type"] == "recurrence":
+            if not attrs.get("frequency"):
+                raise serializers.ValidationError({"frequency": ["A recurrence trigger needs a frequency."]})
+            attrs["schedule"] = recurrence_schedule(attrs.get("schedule") or {})
+        return attrs
+
+
+def _int_list(value, low: int, high: int, name: str) -> list[int]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(item, int) and not isinstance(item, bool) and low <= item <= high for item in items):
+        raise serializers.ValidationError({name: [f"Must be whole numbers from {low} to {high}."]})
+    return items
+
+
+def recurrence_schedule(schedule: dict) -> dict:
+    unknown = set(schedule) - {"hours", "minutes", "week_days"}
+    if unknown:
+        raise serializers.ValidationError({"schedule": [f"Unknown field(s): {', '.join(sorted(unknown))}."]})
+    result = {
+        "hours": _int_list(schedule.get("hours", 0), 0, 23, "hours"),
+        "minutes": _int_list(schedule.get("minutes", 0), 0, 59, "minutes"),
+    }
+    days = schedule.get("week_days")
+    if days is not None:
+        days = days if isinstance(days, list) else [days]
+        if not days or not all(isinstance(day, str) and day.lower() in validators.WEEK_DAYS for day in days):
+            raise serializers.ValidationError({"week_days": ["Must be day names, Monday to Sunday."]})
+        result["week_days"] = [day.capitalize() for day in days]
+    return result
+
+
+class StartStopSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["start", "stop"])
+    state = serializers.ChoiceField(choices=["enabled", "disabled"], required=False, default="enabled")
+    trigger = TriggerSerializer()
+
+
+class SchedulesSerializer(serializers.Serializer):
+    compute_start_stop = StartStopSerializer(many=True, required=False, default=list)
+
+    def validate_compute_start_stop(self, value):
+        if len(value) > 4:
+            raise serializers.ValidationError("A compute instance can have at most 4 start/stop schedules.")
+        return value
+
+
+class ComputeInstanceSerializer(ComputeSerializer):
+    compute_type = ComputeType.COMPUTEINSTANCE
+    kept_as_given = KEPT_AS_GIVEN
+
+    size = serializers.CharField(required=False, default="Standard_DS3_v2", validators=[size_rule(vmsizes.INSTANCE)])
+    idle_time_before_shutdown_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
+    idle_time_before_shutdown = serializers.CharField(required=False, allow_null=True, default=None)
+    schedules = SchedulesSerializer(required=False, default=dict)
+    idle_pair = ("idle_time_before_shutdown_minutes", "idle_time_before_shutdown")
+
+    @classmethod
+    def merge_for_update(cls, stored: dict, patch: dict) -> dict:
+        if any(key in patch for key in cls.idle_pair):
+            stored = {key: value for key, value in stored.items() if key not in cls.idle_pair}
+        return {**stored, **patch}
+
+    def validate(self, attrs):
+        minutes = attrs.get("idle_time_before_shutdown_minutes")
+        iso = attrs.get("idle_time_before_shutdown")
+        try:
+            iso_minutes = validators.iso_duration_minutes(iso) if iso else None
+            if minutes is not None and iso_minutes is not None and minutes != iso_minutes:
+                raise DjangoValidationError(f"It says {iso_minutes} minutes but idle_time_before_shutdown_minutes says {minutes}.")
+            minutes = minutes if minutes is not None else iso_minutes
+            if minutes is not None:
+                validators.validate_idle_minutes(minutes)
+        except DjangoValidationError as exc:
+            target = "idle_time_before_shutdown" if iso else "idle_time_before_shutdown_minutes"
+            raise serializers.ValidationError({target: exc.messages}) from None
+        attrs["idle_time_before_shutdown_minutes"] = minutes
+        attrs["idle_time_before_shutdown"] = f"PT{minutes}M" if minutes is not None else None
+        return attrs
+
+
+class SshHostSerializer(ComputeSerializer):
+    """An SSH-reachable host: address, port, user, and a password or private key."""
+
+    secret_fields = ("admin_password", "ssh_private_key")
+    kept_as_given = ("resource_id",)
+
+    address = serializers.CharField(max_length=253)
+    ssh_port = serializers.IntegerField(min_value=1, max_value=65535, required=False, default=22)
+    admin_username = serializers.RegexField(
+        validators.USERNAME, max_length=64, error_messages={"invalid": "Must be a user name: letters, digits, '_', '.', '-'."}
+    )
+    admin_password = secret_field()
+    ssh_private_key = secret_field(help_text="PEM or OpenSSH private key; write-only, stored encrypted")
+
+    def normalise(self, data: dict) -> dict:
+        ssh = data.pop("ssh_settings", None)
+        if isinstance(ssh, dict):
+            for key in ("admin_username", "admin_password", "ssh_port", "ssh_private_key"):
+                if key in ssh:
+                    data.setdefault(key, ssh[key])
+            if "ssh_private_key_file" in ssh:
+                raise serializers.ValidationError(
+                    {"ssh_settings.ssh_private_key_file": ["Send the key's contents as ssh_private_key (the CLI reads the file for you)."]}
+                )
+        return data
+
+    def validate_address(self, value):
+        django_rule(lambda host: validators.validate_address(host, settings.DOCKYARD_ALLOW_LINK_LOCAL))(value)
+        return value
+
+    def validate_ssh_private_key(self, value):
+        if value and "PRIVATE KEY-----" not in value:
+            raise serializers.ValidationError("This does not look like a private key (no '-----BEGIN ... PRIVATE KEY-----' block).")
+        return value
+
+    def validate(self, attrs):
+        stored = self.context.get("secrets") or {}
+        if not any(attrs.get(key) or stored.get(key) for key in self.secret_fields):
+            raise serializers.ValidationError({"admin_password": ["Give admin_password or ssh_private_key."]})
+        return attrs
+
+
+class VirtualMachineSerializer(SshHostSerializer):
+    compute_type = ComputeType.VIRTUALMACHINE
+
+
+class HDInsightSerializer(SshHostSerializer):
+    compute_type = ComputeType.HDINSIGHT
+
+
+class ResourceIdSerializer(ComputeSerializer):
+    resource_id = serializers.CharField(max_length=1024, validators=[django_rule(validators.validate_resource_id)])
+
+
+class DataLakeAnalyticsSerializer(ResourceIdSerializer):
+    compute_type = ComputeType.DATALAKEANALYTICS
+
+
+class SynapseSparkSerializer(ResourceIdSerializer):
+    compute_type = ComputeType.SYNAPSESPARK
+    kept_as_given = ("identity",)
+
+
+class DatabricksSerializer(ComputeSerializer):
+    compute_type = ComputeType.DATABRICKS
+    secret_fields = ("access_token",)
+
+    resource_id = serializers.CharField(max_length=1024, required=False, validators=[django_rule(validators.validate_resource_id)])
+    workspace_url = serializers.URLField(max_length=1024)
+    access_token = secret_field()
+
+    def validate(self, attrs):
+        if not (attrs.get("access_token") or (self.context.get("secrets") or {}).get("access_token")):
+            raise serializers.ValidationError({"access_token": ["A Databricks access token is required."]})
+        return attrs
+
+
+class BatchSerializer(ComputeSerializer):
+    compute_type = ComputeType.BATCH
+    secret_fields = ("account_key",)
+
+    resource_id = serializers.CharField(max_length=1024, required=False, validators=[django_rule(validators.validate_resource_id)])
+    account_name = serializers.RegexField(r"^[a-z0-9]{3,24}$", error_messages={"invalid": "3–24 lowercase letters or digits."})
+    account_url = serializers.URLField(max_length=1024, required=False)
+    account_key = secret_field()
+
+    def validate(self, attrs):
+        if not (attrs.get("account_key") or (self.context.get("secrets") or {}).get("account_key")):
+            raise serializers.ValidationError({"account_key": ["The Batch account key is required."]})
+        return attrs
+
+
+SERIALIZERS: dict[str, type[ComputeSerializer]] = {
+    cls.compute_type: cls
+    for cls in (
+        KubernetesComputeSerializer,
+        AmlComputeSerializer,
+        ComputeInstanceSerializer,
+        VirtualMachineSerializer,
+        HDInsightSerializer,
+        DataLakeAnalyticsSerializer,
+        SynapseSparkSerializer,
+        DatabricksSerializer,
+        BatchSerializer,
+    )
+}
+COMMON_FIELDS = set(ComputeSerializer._declared_fields)
+
+
+def serializer_for(compute_type) -> type[ComputeSerializer]:
+    if compute_type not in SERIALIZERS:
+        choices = ", ".join(SERIALIZERS)
+        raise serializers.ValidationError({"type": [f"Unknown compute type '{compute_type}'; one of: {choices}."]})
+    return SERIALIZERS[compute_type]
+
+
+class ComputeTypeSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    display_name = serializers.CharField()
+    management = serializers.CharField()
+    is_record = serializers.BooleanField()
+    automl = serializers.BooleanField()
+    automl_note = serializers.CharField(allow_blank=True)
+    pipelines = serializers.BooleanField()
+    designer = serializers.BooleanField()
+    command_jobs = serializers.BooleanField()
+    realtime_inference = serializers.BooleanField()
+    batch_inference = serializers.BooleanField()
+    gpu = serializers.BooleanField()
+    nodes = serializers.CharField()
+    autoscale_on_submit = serializers.BooleanField()
+    description = serializers.CharField()
+
+
+class IsolatedSizeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    rdma = serializers.BooleanField()
+
+
+class VmSeriesSerializer(serializers.Serializer):
+    series = serializers.CharField()
+    aliases = serializers.ListField(child=serializers.CharField())
+    category = serializers.CharField()
+    category_display = serializers.CharField()
+    supported_in = serializers.ListField(child=serializers.CharField())
+    gpu = serializers.BooleanField()
+    gpu_architecture = serializers.CharField(allow_null=True)
+    min_cuda = serializers.CharField(allow_null=True)
+    retired = serializers.BooleanField()
+    retired_on = serializers.DateField(allow_null=True)
+    listed_as_supported = serializers.BooleanField()
+    isolated_sizes = IsolatedSizeSerializer(many=True)
+    size_pattern = serializers.CharField()

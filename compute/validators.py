@@ -1,0 +1,155 @@
+"""Field rules for compute records (pure: no database, no network)."""
+import ipaddress
+import re
+from datetime import datetime
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from croniter import croniter
+from django.core.exceptions import ValidationError
+
+LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$")
+ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
+USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/.+$", re.IGNORECASE)
+METADATA_HOSTS = {"metadata.google.internal", "metadata.azure.internal", "metadata"}
+WEEK_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+IDLE_SHUTDOWN_MIN_MINUTES = 15
+IDLE_SHUTDOWN_MAX_MINUTES = 3 * 24 * 60
+
+
+def validate_namespace(value: str) -> None:
+    if not DNS_LABEL.match(value):
+        raise ValidationError(
+            f"'{value}' is not a Kubernetes namespace name: lowercase letters, digits and '-', at most 63 characters."
+        )
+
+
+def validate_label_key(key: str) -> None:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
+        raise ValidationError(f"Label key '{key}' has an invalid prefix: it must be a DNS subdomain.")
+    if not LABEL_NAME.match(name):
+        raise ValidationError(
+            f"Label key '{key}' is invalid: up to 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric."
+        )
+
+
+def validate_label_value(key: str, value: str) -> None:
+    if value and not LABEL_NAME.match(value):
+        raise ValidationError(
+            f"Label value '{value}' of '{key}' is invalid: up to 63 letters, digits, '-', '_' or '.', "
+            "starting and ending alphanumeric."
+        )
+
+
+def validate_node_selector(selector: dict) -> None:
+    for key, value in selector.items():
+        validate_label_key(key)
+        validate_label_value(key, value)
+
+
+def is_forbidden_address(host: str) -> bool:
+    """Link-local and cloud-metadata addresses reach the host's own credentials (SSRF)."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host in METADATA_HOSTS:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_link_local or str(address) in ("169.254.169.254", "fd00:ec2::254")
+
+
+def validate_address(host: str, allow_link_local: bool) -> None:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        if not HOSTNAME.match(host):
+            raise ValidationError(f"'{host}' is neither an IP address nor a host name.") from None
+    if not allow_link_local and is_forbidden_address(host):
+        raise ValidationError(
+            f"'{host}' is a link-local or cloud-metadata address; it is refused unless DOCKYARD_ALLOW_LINK_LOCAL is set."
+        )
+
+
+def kubeconfig_summary(text: str, context: str | None) -> dict:
+    """Check a kubeconfig's structure and return the chosen context, its cluster server and namespace."""
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ValidationError("The kubeconfig is not valid YAML.") from None
+    if not isinstance(config, dict) or config.get("kind", "Config") != "Config":
+        raise ValidationError("The kubeconfig must be a YAML mapping of kind Config.")
+    contexts = {item.get("name"): item.get("context") or {} for item in _named_list(config, "contexts")}
+    clusters = {item.get("name"): item.get("cluster") or {} for item in _named_list(config, "clusters")}
+    users = {item.get("name") for item in _named_list(config, "users")}
+    chosen = context or config.get("current-context")
+    if not chosen:
+        raise ValidationError("The kubeconfig has no current-context; name one in `context`.")
+    if chosen not in contexts:
+        raise ValidationError(f"Context '{chosen}' is not in the kubeconfig (it has: {', '.join(map(str, contexts)) or 'none'}).")
+    cluster = clusters.get(contexts[chosen].get("cluster"))
+    if cluster is None:
+        raise ValidationError(f"Context '{chosen}' names a cluster that the kubeconfig does not define.")
+    if contexts[chosen].get("user") not in users:
+        raise ValidationError(f"Context '{chosen}' names a user that the kubeconfig does not define.")
+    server = str(cluster.get("server") or "")
+    if urlsplit(server).scheme not in ("http", "https") or not urlsplit(server).hostname:
+        raise ValidationError(f"Context '{chosen}' has no usable cluster server URL.")
+    return {"context": chosen, "server": server, "namespace": contexts[chosen].get("namespace")}
+
+
+def _named_list(config: dict, key: str) -> list[dict]:
+    items = config.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValidationError(f"The kubeconfig's `{key}` must be a list of named entries.")
+    return items
+
+
+def iso_duration_minutes(value: str) -> int:
+    match = ISO_DURATION.match(value or "")
+    if not match or value in ("P", "PT"):
+        raise ValidationError(f"'{value}' is not an ISO-8601 duration such as PT30M or P1DT2H.")
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    if seconds % 60:
+        raise ValidationError("The idle time must be a whole number of minutes.")
+    return days * 1440 + hours * 60 + minutes + seconds // 60
+
+
+def validate_idle_minutes(minutes: int) -> None:
+    if not IDLE_SHUTDOWN_MIN_MINUTES <= minutes <= IDLE_SHUTDOWN_MAX_MINUTES:
+        raise ValidationError(
+            f"The idle time before shutdown must be between 15 minutes and 3 days (4320 minutes); got {minutes}."
+        )
+
+
+def validate_time_zone(name: str) -> None:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationError(f"'{name}' is not a known time zone; use an IANA name such as UTC or Europe/Berlin.") from None
+
+
+def validate_cron(expression: str) -> None:
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise ValidationError(f"'{expression}' is not a cron expression of five fields (minute hour day month weekday).")
+
+
+def validate_start_time(value: str) -> None:
+    try:
+        datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"'{value}' is not an ISO-8601 date and time such as 2026-03-10T21:00:00.") from None
+
+
+def validate_resource_id(value: str) -> None:
+    if not AZURE_RESOURCE_ID.match(value):
+        raise ValidationError(
+            "Must be an Azure resource ID: /subscriptions/<id>/resourceGroups/<group>/providers/<provider>/<type>/<name>."
+        )

@@ -1,0 +1,126 @@
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from controlplane.api import BadRequest, ETagMixin
+from workspaces.views import WorkspaceScopedMixin
+
+from . import selectors, services
+from .filters import ComputeFilter
+from .models import ComputeTarget
+from .serializers import SERIALIZERS, ComputeSerializer, ComputeTypeSerializer, VmSeriesSerializer
+
+COMPUTE_SCHEMA = PolymorphicProxySerializer(
+    component_name="Compute", serializers=list(SERIALIZERS.values()), resource_type_field_name="type"
+)
+
+
+def plain_body(data) -> dict:
+    """Form posts arrive as QueryDicts; services take plain mappings."""
+    return data.dict() if hasattr(data, "dict") else data
+
+
+@extend_schema_view(
+    list=extend_schema(responses=COMPUTE_SCHEMA),
+    retrieve=extend_schema(responses=COMPUTE_SCHEMA),
+    create=extend_schema(request=COMPUTE_SCHEMA, responses={201: COMPUTE_SCHEMA}),
+    partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=COMPUTE_SCHEMA),
+    destroy=extend_schema(responses={202: COMPUTE_SCHEMA}),
+)
+class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
+    """Compute targets of a workspace; every type through one endpoint, validated by its own serializer."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    filterset_class = ComputeFilter
+    serializer_class = ComputeSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return selectors.compute_list(workspace=self.workspace)
+
+    def get_object(self):
+        try:
+            return selectors.compute_get(workspace=self.workspace, name=self.kwargs["name"])
+        except ComputeTarget.DoesNotExist:
+            raise Http404 from None
+
+    def get_serializer(self, *args, **kwargs):
+        if args and isinstance(args[0], ComputeTarget):
+            return SERIALIZERS[args[0].type](*args, **kwargs)
+        return super().get_serializer(*args, **kwargs)
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        # One serializer per type, reused for every row: building one per row costs more than the rows.
+        by_type = {}
+        rows = []
+        for compute in page:
+            serializer = by_type.get(compute.type) or by_type.setdefault(compute.type, SERIALIZERS[compute.type]())
+            rows.append(serializer.to_representation(compute))
+        return self.get_paginated_response(rows)
+
+    def retrieve(self, request, *args, **kwargs):
+        if kwargs["name"] == "local":
+            local = selectors.local_compute()
+            if local is None:
+                raise Http404
+            return Response(local)
+        return super().retrieve(request, *args, **kwargs)
+
+    def create(self, request, *args, **kwargs):
+        compute = services.compute_create(user=request.user, workspace=self.workspace, data=plain_body(request.data))
+        return Response(self.get_serializer(compute).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        compute = self._record()
+        compute = services.compute_update(user=request.user, compute=compute, patch=plain_body(request.data))
+        return Response(self.get_serializer(compute).data)
+
+    def destroy(self, request, *args, **kwargs):
+        compute = services.compute_delete(user=request.user, compute=self._record())
+        return Response(self.get_serializer(compute).data, status=status.HTTP_202_ACCEPTED)
+
+    def _record(self) -> ComputeTarget:
+        if self.kwargs["name"] == "local":
+            raise BadRequest("The built-in local compute cannot be changed or deleted.", code="BuiltInCompute", target="name")
+        compute = self.get_object()
+        self.check_if_match(compute)
+        return compute
+
+
+class VmSizeView(APIView):
+    """The VM-size catalog (series, category, where supported, GPU architecture, minimum CUDA, retired, isolated)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("series", str), OpenApiParameter("category", str), OpenApiParameter("gpu", bool),
+            OpenApiParameter("supported_in", str, enum=["compute_cluster", "compute_instance"]),
+            OpenApiParameter("size", str, description="a VM size name, e.g. Standard_NC6s_v3: its series"),
+        ],
+        responses=VmSeriesSerializer(many=True),
+    )
+    def get(self, request):
+        params = request.query_params
+        gpu = params.get("gpu")
+        if gpu is not None and gpu.lower() not in ("true", "false", "1", "0"):
+            raise BadRequest("gpu must be true or false.", target="gpu")
+        rows = selectors.vm_series_list(
+            series=params.get("series", ""), category=params.get("category", ""),
+            gpu=None if gpu is None else gpu.lower() in ("true", "1"),
+            supported_in=params.get("supported_in", ""), size=params.get("size", ""),
+        )
+        data = VmSeriesSerializer(rows, many=True).data
+        return Response({"count": len(data), "next": None, "previous": None, "results": data})
+
+
+class ComputeTypeView(APIView):
+    """The capability matrix: what each compute type can run."""
+
+    @extend_schema(responses=ComputeTypeSerializer(many=True))
+    def get(self, request):
+        data = ComputeTypeSerializer(selectors.compute_type_list(), many=True).data
+        return Response({"count": len(data), "next": None, "previous": None, "results": data})

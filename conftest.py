@@ -1,0 +1,60 @@
+"""Fixtures shared by every app's tests: users in each role, a workspace, authenticated API clients."""
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from workspaces.choices import Role
+from workspaces.models import Membership
+from workspaces.services import token_create, workspace_create
+
+ROLES = ("anonymous", "outsider", "reader", "contributor", "owner", "staff")
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, *, staff: bool = False, password: str = "correct-horse-battery"):
+        return get_user_model().objects.create_user(
+            username=username, password=password, is_staff=staff, is_superuser=staff
+        )
+
+    return make
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user("olivia")
+
+
+@pytest.fixture
+def workspace(owner):
+    return workspace_create(user=owner, name="team-a", display_name="Team A")
+
+
+@pytest.fixture
+def users(make_user, owner, workspace):
+    """One user per role around `workspace` (anonymous is None)."""
+    people = {"anonymous": None, "owner": owner, "outsider": make_user("oscar"), "staff": make_user("sam", staff=True)}
+    for role in (Role.READER, Role.CONTRIBUTOR):
+        person = make_user(f"{role}-user")
+        Membership.objects.create(workspace=workspace, user=person, role=role)
+        people[str(role)] = person
+    return people
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        _, raw = token_create(user=user, name="test")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def api_as(users):
+    """api_as("reader") -> an APIClient authenticated with a bearer token of that role's user."""
+    return lambda role: client_for(users[role])
+
+
+@pytest.fixture
+def owner_api(owner):
+    return client_for(owner)

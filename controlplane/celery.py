@@ -1,0 +1,9 @@
+"""The Celery app: settings from Django (CELERY_*), tasks autodiscovered from the apps."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+app = Celery("controlplane")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

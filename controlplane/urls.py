@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from controlplane import api
+
+api_v1 = [
+    path("", include("workspaces.urls")),
+    path("", include("compute.urls")),
+    path("openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="api-docs"),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("admin/", admin.site.urls),
+    path("", include("frontend.urls")),
+]
+
+handler404 = api.handler404
+handler500 = api.handler500

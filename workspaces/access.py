@@ -1,0 +1,47 @@
+"""Who may do what in a workspace: the one place the API and the studio ask."""
+from django.http import Http404
+from rest_framework.exceptions import PermissionDenied
+
+from .choices import ROLE_RANK, Role
+from .models import Membership, Workspace
+
+ACTIONS = {
+    "read": Role.READER,
+    "use": Role.CONTRIBUTOR,  # submit jobs, deploy endpoints, use compute
+    "manage": Role.OWNER,  # members, compute, workspace settings
+}
+
+
+def role_of(user, workspace: Workspace) -> str | None:
+    """The user's role in the workspace (staff count as owners), or None."""
+    if user.is_staff:
+        return Role.OWNER
+    cached = getattr(workspace, "_role_cache", {})
+    if user.pk not in cached:
+        cached[user.pk] = Membership.objects.filter(workspace=workspace, user=user).values_list("role", flat=True).first()
+        workspace._role_cache = cached
+    return cached[user.pk]
+
+
+def can(user, workspace: Workspace, action: str) -> bool:
+    role = role_of(user, workspace)
+    return role is not None and ROLE_RANK[role] >= ROLE_RANK[ACTIONS[action]]
+
+
+def workspace_for(user, name: str) -> Workspace:
+    """The workspace if the user may see it; otherwise 404, so names don't leak."""
+    workspace = Workspace.objects.filter(name=name).first()
+    if workspace is None or role_of(user, workspace) is None:
+        raise Http404
+    return workspace
+
+
+def require(user, workspace: Workspace, action: str) -> None:
+    if not can(user, workspace, action):
+        needed = ACTIONS[action]
+        raise PermissionDenied(f"This needs the {needed} role in workspace '{workspace.name}'.")
+
+
+def permissions_for(user, workspace: Workspace) -> dict[str, bool]:
+    """Flags for templates: which buttons to show."""
+    return {action: can(user, workspace, action) for action in ACTIONS}

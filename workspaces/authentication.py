@@ -1,0 +1,44 @@
+"""Bearer-token authentication for scripts and the CLI."""
+import hashlib
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from .models import ApiToken
+
+# Recording every use would turn each read into a write; a minute's precision is enough to spot stale tokens.
+LAST_USED_PRECISION = timedelta(minutes=1)
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def user_for_token(raw: str):
+    """Return the active user owning this unexpired token, or None."""
+    token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
+    now = timezone.now()
+    if token is None or not token.user.is_active or (token.expires_at and token.expires_at <= now):
+        return None
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1").split()
+        if not header or header[0].lower() != self.keyword.lower():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
+        user = user_for_token(header[1])
+        if user is None:
+            raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
+        return user, None
+
+    def authenticate_header(self, request):
+        return self.keyword

@@ -1,0 +1,79 @@
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from .choices import Role
+from .models import ApiToken, AuditEvent, Membership, Workspace
+
+
+def validate_tags(value):
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise serializers.ValidationError("Tags must be a map of strings to strings.")
+    return value
+
+
+class WorkspaceSerializer(serializers.ModelSerializer):
+    tags = serializers.JSONField(required=False, validators=[validate_tags])
+    role = serializers.SerializerMethodField()
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Workspace
+        fields = ["name", "display_name", "description", "tags", "role", "created_by", "created_at", "updated_at"]
+        read_only_fields = ["created_at", "updated_at"]
+
+    def get_role(self, workspace) -> str | None:
+        return getattr(workspace, "my_role", None)
+
+
+class WorkspaceUpdateSerializer(WorkspaceSerializer):
+    class Meta(WorkspaceSerializer.Meta):
+        read_only_fields = ["name", "created_at", "updated_at"]
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all())
+    role = serializers.ChoiceField(choices=Role.choices)
+    email = serializers.EmailField(source="user.email", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["user", "email", "role", "created_at", "updated_at"]
+        read_only_fields = ["created_at", "updated_at"]
+
+
+class MemberCreateSerializer(serializers.Serializer):
+    user = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberUpdateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created_at", "expires_at", "last_used_at"]
+        read_only_fields = fields
+
+
+class ApiTokenCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    expires_in_days = serializers.IntegerField(min_value=1, max_value=3650, required=False)
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    token = serializers.CharField(read_only=True, help_text="Shown once; store it now.")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = ApiTokenSerializer.Meta.fields + ["token"]
+        read_only_fields = fields
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor_name", read_only=True)
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "created_at", "actor", "action", "verb", "target_type", "target_name", "changes"]
+        read_only_fields = fields

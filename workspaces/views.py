@@ -1,0 +1,138 @@
+from django.db.models import OuterRef, Subquery
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.response import Response
+
+from controlplane.api import ETagMixin
+from controlplane.pagination import CountedCursorPagination
+
+from . import access, selectors, services
+from .filters import AuditEventFilter, MembershipFilter
+from .models import Membership
+from .serializers import (
+    ApiTokenCreatedSerializer,
+    ApiTokenCreateSerializer,
+    ApiTokenSerializer,
+    AuditEventSerializer,
+    MemberCreateSerializer,
+    MembershipSerializer,
+    MemberUpdateSerializer,
+    WorkspaceSerializer,
+    WorkspaceUpdateSerializer,
+)
+
+
+class WorkspaceScopedMixin:
+    """Resolves `{ws}` for nested views: 404 unless a member, 403 without the action's role."""
+
+    # action name -> access action; anything not listed needs "manage"
+    required_access = {"list": "read", "retrieve": "read"}
+
+    @property
+    def workspace(self):
+        if not hasattr(self, "_workspace"):
+            self._workspace = access.workspace_for(self.request.user, self.kwargs["workspace_name"])
+        return self._workspace
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        access.require(request.user, self.workspace, self.required_access.get(self.action, "manage"))
+
+
+class WorkspaceViewSet(ETagMixin, viewsets.ModelViewSet):
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        user = self.request.user
+        role = Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
+        return selectors.workspace_list(user=user).annotate(my_role=Subquery(role)).select_related("created_by")
+
+    def get_object(self):
+        workspace = access.workspace_for(self.request.user, self.kwargs["name"])
+        if self.action != "retrieve":
+            access.require(self.request.user, workspace, "manage")
+        workspace.my_role = access.role_of(self.request.user, workspace)
+        return workspace
+
+    def get_serializer_class(self):
+        return WorkspaceUpdateSerializer if self.action == "partial_update" else WorkspaceSerializer
+
+    def perform_create(self, serializer):
+        serializer.instance = services.workspace_create(user=self.request.user, **serializer.validated_data)
+        serializer.instance.my_role = "owner"
+
+    def perform_update(self, serializer):
+        self.check_if_match(serializer.instance)
+        services.workspace_update(user=self.request.user, workspace=serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, instance):
+        self.check_if_match(instance)
+        services.workspace_delete(user=self.request.user, workspace=instance)
+
+
+class MemberViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
+    serializer_class = MembershipSerializer
+    filterset_class = MembershipFilter
+    lookup_field = "user__username"
+    lookup_url_kwarg = "username"
+    lookup_value_regex = "[^/]+"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return selectors.member_list(workspace=self.workspace)
+
+    @extend_schema(request=MemberCreateSerializer, responses={201: MembershipSerializer})
+    def create(self, request, *args, **kwargs):
+        body = MemberCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        membership = services.member_add(
+            actor=request.user, workspace=self.workspace,
+            username=body.validated_data["user"], role=body.validated_data["role"],
+        )
+        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=MemberUpdateSerializer, responses=MembershipSerializer)
+    def partial_update(self, request, *args, **kwargs):
+        membership = self.get_object()
+        self.check_if_match(membership)
+        body = MemberUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        membership = services.member_update(actor=request.user, membership=membership, role=body.validated_data["role"])
+        return Response(MembershipSerializer(membership).data)
+
+    def perform_destroy(self, instance):
+        self.check_if_match(instance)
+        services.member_remove(actor=self.request.user, membership=instance)
+
+
+class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    serializer_class = ApiTokenSerializer
+
+    def get_queryset(self):
+        return selectors.token_list(user=self.request.user)
+
+    @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer})
+    def create(self, request, *args, **kwargs):
+        body = ApiTokenCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        token, raw = services.token_create(
+            user=request.user, name=body.validated_data["name"], days=body.validated_data.get("expires_in_days")
+        )
+        token.token = raw
+        return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance):
+        services.token_revoke(user=self.request.user, token=instance)
+
+
+class EventViewSet(WorkspaceScopedMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = AuditEventSerializer
+    filterset_class = AuditEventFilter
+    pagination_class = CountedCursorPagination
+
+    def get_queryset(self):
+        return selectors.event_list(workspace=self.workspace)
+
+

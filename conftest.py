@@ -10,6 +10,18 @@ from workspaces.services import token_create, workspace_create
 ROLES = ("anonymous", "outsider", "reader", "contributor", "owner", "staff")
 
 
+@pytest.fixture(autouse=True)
+def fast_test_settings(settings):
+    """Settings that only cost time in tests.
+
+    PBKDF2's many rounds would dominate the run time of fixtures that set passwords. Every test client builds
+    its own middleware, and WhiteNoise would scan every static file (node_modules included) each time; with
+    autorefresh it looks a file up when asked instead.
+    """
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.WHITENOISE_AUTOREFRESH = True
+
+
 @pytest.fixture
 def make_user(db):
     def make(username: str, *, staff: bool = False, password: str = "correct-horse-battery"):

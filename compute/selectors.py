@@ -1,6 +1,6 @@
 """Read paths for compute records and the static catalogs."""
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from workspaces.models import Workspace
@@ -9,9 +9,13 @@ from . import capabilities, vmsizes
 from .models import ComputeTarget
 
 
-def compute_list(*, workspace: Workspace) -> QuerySet[ComputeTarget]:
+def compute_list(*, workspace: Workspace, load_creators: bool = True) -> QuerySet[ComputeTarget]:
     """A workspace's compute records, secrets left in the database."""
-    return ComputeTarget.objects.filter(workspace=workspace).select_related("created_by").defer("secrets_encrypted")
+    computes = ComputeTarget.objects.filter(workspace=workspace).defer("secrets_encrypted")
+    if load_creators:
+        return computes.select_related("created_by")
+    # API pages need only the name (compute_as_dict reads it): a User built per row took a third of the list's time.
+    return computes.annotate(created_by_name=F("created_by__username"))
 
 
 def compute_get(*, workspace: Workspace, name: str) -> ComputeTarget:

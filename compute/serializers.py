@@ -1,4 +1,6 @@
 """One serializer per compute type: the single validation path for API, studio and CLI."""
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
@@ -90,10 +92,16 @@ def compute_as_dict(compute: ComputeTarget) -> dict:
         "provisioning_state": compute.provisioning_state,
         "provisioning_errors": compute.provisioning_errors,
         "secrets_set": compute.secret_fields,
-        "created_by": compute.created_by.username if compute.created_by_id else None,
+        "created_by": creator_name(compute),
         "created_on": compute.created_at,
         "updated_on": compute.updated_at,
     }
+
+
+def creator_name(compute: ComputeTarget) -> str | None:
+    if hasattr(compute, "created_by_name"):  # API list pages annotate it (compute_list(load_creators=False))
+        return compute.created_by_name
+    return compute.created_by.username if compute.created_by_id else None
 
 
 def secret_field(**kwargs):
@@ -127,7 +135,8 @@ class KubernetesComputeSerializer(ComputeSerializer):
             raise serializers.ValidationError({"kubeconfig": ["A kubeconfig is required to attach a Kubernetes cluster."]})
         try:
             summary = validators.kubeconfig_summary(kubeconfig, attrs.get("context"))
-            host = summary["server"].split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+            # urlsplit, not string cutting: "https://user@169.254.169.254" and "https://[fe80::1]/" hide the host.
+            host = urlsplit(summary["server"]).hostname or ""
             if not settings.DOCKYARD_ALLOW_LINK_LOCAL and validators.is_forbidden_address(host):
                 raise DjangoValidationError(
                     f"The cluster server {summary['server']} is a link-local or cloud-metadata address; "
@@ -185,7 +194,11 @@ class TriggerSerializer(serializers.Serializer):
         if attrs["type"] == "recurrence":
             if not attrs.get("frequency"):
                 raise serializers.ValidationError({"frequency": ["A recurrence trigger needs a frequency."]})
-            attrs["schedule"] = recurrence_schedule(attrs.get("schedule") or {})
+            try:
+                attrs["schedule"] = recurrence_schedule(attrs.get("schedule") or {})
+            except serializers.ValidationError as exc:
+                # The rows name fields inside `schedule`; keep that in the target path.
+                raise serializers.ValidationError({"schedule": exc.detail}) from None
         return attrs
 
 
@@ -199,7 +212,7 @@ def _int_list(value, low: int, high: int, name: str) -> list[int]:
 def recurrence_schedule(schedule: dict) -> dict:
     unknown = set(schedule) - {"hours", "minutes", "week_days"}
     if unknown:
-        raise serializers.ValidationError({"schedule": [f"Unknown field(s): {', '.join(sorted(unknown))}."]})
+        raise serializers.ValidationError([f"Unknown field(s): {', '.join(sorted(unknown))}."])
     result = {
         "hours": _int_list(schedule.get("hours", 0), 0, 23, "hours"),
         "minutes": _int_list(schedule.get("minutes", 0), 0, 59, "minutes"),
@@ -371,8 +384,16 @@ SERIALIZERS: dict[str, type[ComputeSerializer]] = {
 COMMON_FIELDS = set(ComputeSerializer._declared_fields)
 
 
+class LocalComputeSerializer(ComputeSerializer):
+    """The built-in `local` target as GET shows it (for the schema): no record, so no timestamps."""
+
+    compute_type = "local"
+    created_on = serializers.DateTimeField(read_only=True, allow_null=True)
+    updated_on = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
 def serializer_for(compute_type) -> type[ComputeSerializer]:
-    if compute_type not in SERIALIZERS:
+    if not isinstance(compute_type, str) or compute_type not in SERIALIZERS:
         choices = ", ".join(SERIALIZERS)
         raise serializers.ValidationError({"type": [f"Unknown compute type '{compute_type}'; one of: {choices}."]})
     return SERIALIZERS[compute_type]

@@ -66,6 +66,8 @@ def _stored_body(compute: ComputeTarget) -> dict:
 @transaction.atomic
 def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarget:
     """Apply a partial update; name and type are fixed, omitted secrets are kept."""
+    if not isinstance(patch, dict):
+        raise ValidationError({"non_field_errors": ["The body must be a mapping of fields."]})
     if compute.provisioning_state == ProvisioningState.DELETING:
         raise Conflict(f"Compute '{compute.name}' is being deleted.")
     for fixed in ("name", "type"):

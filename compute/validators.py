@@ -1,6 +1,7 @@
 """Field rules for compute records (pure: no database, no network)."""
 import ipaddress
 import re
+import socket
 from datetime import datetime
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -17,6 +18,7 @@ ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?
 USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/.+$", re.IGNORECASE)
 METADATA_HOSTS = {"metadata.google.internal", "metadata.azure.internal", "metadata"}
+LEGACY_IPV4 = re.compile(r"^(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}$")
 WEEK_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 IDLE_SHUTDOWN_MIN_MINUTES = 15
@@ -31,8 +33,9 @@ def validate_namespace(value: str) -> None:
 
 
 def validate_label_key(key: str) -> None:
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
+    prefix, slash, name = key.rpartition("/")
+    # "/gpu" has an empty prefix, which Kubernetes refuses (422) like any other bad one.
+    if slash and (not prefix or len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
         raise ValidationError(f"Label key '{key}' has an invalid prefix: it must be a DNS subdomain.")
     if not LABEL_NAME.match(name):
         raise ValidationError(
@@ -59,11 +62,27 @@ def is_forbidden_address(host: str) -> bool:
     host = host.strip("[]").lower().rstrip(".")
     if host in METADATA_HOSTS:
         return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
+    address = _ip_address(host)
+    if address is None:
         return False
+    # ::ffff:169.254.169.254 reaches the same host as 169.254.169.254.
+    address = getattr(address, "ipv4_mapped", None) or address
     return address.is_link_local or str(address) in ("169.254.169.254", "fd00:ec2::254")
+
+
+def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host name stands for without DNS, including the legacy IPv4 forms resolvers accept."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    # "2852039166", "0xa9.0xfe.0xa9.0xfe" and "169.254.43518" all mean 169.254.169.254 to getaddrinfo.
+    if not LEGACY_IPV4.match(host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
 
 
 def validate_address(host: str, allow_link_local: bool) -> None:

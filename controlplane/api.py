@@ -121,6 +121,9 @@ def _error_data(exc, status_code: int) -> dict:
     if isinstance(exc, BadRequest):
         details = [{"target": exc.target, "message": str(exc.detail)}] if exc.target else []
         return error_body(status_code, str(exc.detail), details, exc.error_code)
+    if isinstance(exc, exceptions.ParseError):
+        # A body that cannot be read is wrong as a whole: its target is the body itself ("").
+        return error_body(status_code, str(exc.detail), [{"target": "", "message": str(exc.detail)}])
     if isinstance(exc, exceptions.ValidationError):
         details = flatten_details(exc.detail)
         return error_body(status_code, validation_message(details), details)

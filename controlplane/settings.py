@@ -137,14 +137,16 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-# Static files: our own from frontend/static, third-party ones installed by npm into frontend/node_modules
+# Static files: our own from frontend/static (the app's folder), third-party ones installed by npm into frontend/node_modules
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # collectstatic fills it in production; WhiteNoise wants it to exist
-STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
+STATICFILES_DIRS = []
 _NODE_MODULES = BASE_DIR / "frontend" / "node_modules"
-if _NODE_MODULES.is_dir():
-    STATICFILES_DIRS.append(("vendor", _NODE_MODULES))
+# Only the folders the studio links to: WhiteNoise indexes every served file each time a handler starts (each test client).
+for _package in ("bootstrap/dist", "bootstrap-icons/font", "htmx.org/dist"):
+    if (_NODE_MODULES / _package).is_dir():
+        STATICFILES_DIRS.append((f"vendor/{_package}", _NODE_MODULES / _package))
 WHITENOISE_USE_FINDERS = True
 
 # REST framework
@@ -163,7 +165,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "controlplane.pagination.PagePagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "controlplane.schema.AutoSchema",
     "EXCEPTION_HANDLER": "controlplane.api.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
@@ -182,6 +184,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # validatorUrl null: Swagger UI would otherwise send the schema's URL to validator.swagger.io (air-gapped installs).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",

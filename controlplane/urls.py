@@ -1,13 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from controlplane import api
 
 api_v1 = [
     path("", include("workspaces.urls")),
     path("", include("compute.urls")),
-    path("openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),  # JSON, as its name says
     path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="api-docs"),
 ]
 

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from .choices import Role
-from .models import ApiToken, AuditEvent, Membership, Workspace
+from .models import ApiToken, AuditEvent, Membership, Workspace, validate_workspace_name
 
 
 def validate_tags(value):
@@ -14,12 +14,14 @@ def validate_tags(value):
 class WorkspaceSerializer(serializers.ModelSerializer):
     tags = serializers.JSONField(required=False, validators=[validate_tags])
     role = serializers.SerializerMethodField()
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Workspace
         fields = ["name", "display_name", "description", "tags", "role", "created_by", "created_at", "updated_at"]
         read_only_fields = ["created_at", "updated_at"]
+        # No unique check here: a taken name is the service's 409 Conflict, not a 400.
+        extra_kwargs = {"name": {"validators": [validate_workspace_name]}}
 
     def get_role(self, workspace) -> str | None:
         return getattr(workspace, "my_role", None)
@@ -33,7 +35,7 @@ class WorkspaceUpdateSerializer(WorkspaceSerializer):
 class MembershipSerializer(serializers.ModelSerializer):
     user = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all())
     role = serializers.ChoiceField(choices=Role.choices)
-    email = serializers.EmailField(source="user.email", read_only=True)
+    email = serializers.CharField(source="user.email", read_only=True, help_text="empty when the user has none")
 
     class Meta:
         model = Membership

@@ -1,0 +1,191 @@
+"""Benchmark: the compute list through the whole API stack, against a bare Django view returning the same bytes.
+
+Run from the repository root:  DATABASE_URL=postgres://... .venv/bin/python bench/api_list.py [--rounds N] [--profile]
+It creates a throwaway database (test_<name>), fills one workspace with 100 computes of mixed types, then times
+GET /api/v1/workspaces/{ws}/computes/?page_size=100 with a bearer token and GET /bench/bare/ (a plain Django view
+answering the precomputed body) through the same Django test client, interleaved, and prints medians, p90s and
+their ratio. The goal is a ratio of at most 2: the API's own work should cost no more than Django's plumbing.
+"""
+import argparse
+import cProfile
+import gc
+import itertools
+import os
+import pstats
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dockyard_bench")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.http import HttpResponse  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import (  # noqa: E402
+    CaptureQueriesContext,
+    override_settings,
+    setup_databases,
+    setup_test_environment,
+    teardown_databases,
+)
+from django.urls import include, path  # noqa: E402
+
+GOAL = 2.0
+WORKSPACE = "bench"
+COMPUTES = 100
+API_URL = f"/api/v1/workspaces/{WORKSPACE}/computes/?page_size={COMPUTES}"
+BARE_URL = "/bench/bare/"
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+current-context: dev
+clusters: [{name: dev, cluster: {server: "https://10.0.0.1:6443"}}]
+users: [{name: dev, user: {token: t0ken}}]
+contexts: [{name: dev, context: {cluster: dev, user: dev, namespace: ml}}]
+"""
+KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+RESOURCE_ID = "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Synapse/workspaces/syn/bigDataPools/pool"
+# One valid body per type; names get a number appended.
+BODIES = [
+    {"type": "kubernetes", "kubeconfig": KUBECONFIG, "namespace": "ml", "node_selector": {"pool": "gpu"}},
+    {"type": "amlcompute", "size": "Standard_DS3_v2", "max_instances": 4, "tags": {"team": "vision"}},
+    {"type": "computeinstance", "idle_time_before_shutdown_minutes": 30,
+     "schedules": {"compute_start_stop": [{"action": "stop", "trigger": {"type": "cron", "expression": "0 20 * * *"}}]}},
+    {"type": "virtualmachine", "address": "10.0.0.5", "admin_username": "azureuser", "admin_password": "pw-123456"},
+    {"type": "hdinsight", "address": "hdi.example.com", "admin_username": "sshuser", "ssh_private_key": KEY},
+    {"type": "databricks", "workspace_url": "https://adb-1.azuredatabricks.net", "access_token": "dapi123"},
+    {"type": "batch", "account_name": "mybatch", "account_key": "a2V5"},
+    {"type": "synapsespark", "resource_id": RESOURCE_ID},
+    {"type": "datalakeanalytics", "resource_id": RESOURCE_ID},
+]
+
+
+def bare_urlconf(body: bytes) -> str:
+    """A urlconf with the real API plus a plain view answering `body`; returns its module name."""
+
+    def bare(request):
+        return HttpResponse(body, content_type="application/json")
+
+    module = types.ModuleType("bench_urls")
+    module.urlpatterns = [path(BARE_URL.strip("/") + "/", bare), path("", include("controlplane.urls"))]
+    sys.modules[module.__name__] = module
+    return module.__name__
+
+
+def seed() -> str:
+    """A workspace with COMPUTES computes of mixed types, made the way the API makes them; returns a token."""
+    from django.contrib.auth import get_user_model
+
+    from compute import services as compute_services
+    from workspaces.services import token_create, workspace_create
+
+    compute_services._enqueue = lambda compute: None  # no workers here: do not queue 100 reconciles
+    user = get_user_model().objects.create_user("bench", password="not-used-for-anything")
+    workspace = workspace_create(user=user, name=WORKSPACE)
+    bodies = itertools.cycle(BODIES)
+    for number in range(COMPUTES):
+        body = next(bodies)
+        compute_services.compute_create(user=user, workspace=workspace, data={**body, "name": f"{body['type'][:8]}-{number}"})
+    return token_create(user=user, name="bench")[1]
+
+
+def timed(client: Client, url: str, **headers) -> float:
+    started = time.perf_counter()
+    response = client.get(url, **headers)
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 200, (url, response.status_code, response.content[:300])
+    return elapsed
+
+
+def measure(client: Client, auth: dict, rounds: int, warmup: int) -> tuple[list[float], list[float]]:
+    """Interleave the two requests (alternating which goes first) so drift on a noisy machine hits both alike."""
+    api, bare = [], []
+    for number in range(warmup + rounds):
+        pair = [("api", API_URL, auth), ("bare", BARE_URL, {})]
+        for name, url, headers in pair if number % 2 else reversed(pair):
+            elapsed = timed(client, url, **headers)
+            if number >= warmup:
+                (api if name == "api" else bare).append(elapsed)
+    return api, bare
+
+
+def sql_round_trips(client: Client, auth: dict, requests: int = 50) -> float:
+    """Median time per API request spent waiting on PostgreSQL (execute only; decoding rows is not counted)."""
+    totals = []
+
+    def timed_execute(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            totals[-1] += time.perf_counter() - started
+
+    with connection.execute_wrapper(timed_execute):
+        for _ in range(requests):
+            totals.append(0.0)
+            client.get(API_URL, **auth)
+    return statistics.median(totals)
+
+
+def p90(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=10)[-1]
+
+
+def report(api: list[float], bare: list[float], queries: int, sql: float) -> None:
+    ratio = statistics.median(api) / statistics.median(bare)
+    print(f"GET {API_URL}  ({COMPUTES} computes, {len(api)} rounds, interleaved)")
+    print(f"  API stack : median {statistics.median(api) * 1000:7.2f} ms   p90 {p90(api) * 1000:7.2f} ms"
+          f"   ({queries} SQL queries, {sql * 1000:.2f} ms waiting on PostgreSQL)")
+    print(f"  bare view : median {statistics.median(bare) * 1000:7.2f} ms   p90 {p90(bare) * 1000:7.2f} ms")
+    print(f"  ratio     : {ratio:.2f}x (goal <= {GOAL:.0f}x) {'OK' if ratio <= GOAL else 'ABOVE GOAL'}")
+
+
+def profile(client: Client, auth: dict, requests: int = 100) -> None:
+    """cProfile of the API path alone, the 25 most expensive functions by cumulative time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(requests):
+        client.get(API_URL, **auth)
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of the API path")
+    args = parser.parse_args()
+
+    setup_test_environment()  # ALLOWED_HOSTS gets "testserver", as for the test client
+    databases = setup_databases(verbosity=0, interactive=False)
+    try:
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {seed()}"}
+        client = Client()
+        first = client.get(API_URL, **auth)
+        assert first.status_code == 200 and first.json()["count"] == COMPUTES, first.content[:300]
+        with override_settings(ROOT_URLCONF=bare_urlconf(first.content)):
+            assert client.get(BARE_URL).content == client.get(API_URL, **auth).content  # the same bytes
+            with CaptureQueriesContext(connection) as queries:
+                client.get(API_URL, **auth)
+            query_count = len(queries)  # now: each request clears the connection's query log
+            gc.collect()
+            api, bare = measure(client, auth, args.rounds, args.warmup)
+            report(api, bare, query_count, sql_round_trips(client, auth))
+            if args.profile:
+                profile(client, auth)
+    finally:
+        teardown_databases(databases, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The dockyard subcommands, one module per noun."""

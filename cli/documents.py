@@ -1,0 +1,122 @@
+"""Reading YAML files: multi-document loading, `--set` overrides and the file-reading conveniences."""
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .errors import EXIT_USAGE, InvalidInput
+
+STDIN = "-"
+# Azure ML's compute `type` values the API accepts (DESIGN.md §3); serverless and local have no record.
+COMPUTE_TYPES = (
+    "kubernetes", "amlcompute", "computeinstance", "virtualmachine", "databricks",
+    "hdinsight", "datalakeanalytics", "synapsespark", "batch",
+)
+SSH_HOST_TYPES = ("virtualmachine", "hdinsight")
+# Write-only fields: the API never returns them, so they cannot be compared, and the CLI never prints them.
+SECRET_FIELDS = frozenset({"kubeconfig", "admin_password", "ssh_private_key", "access_token", "account_key"})
+UNESCAPED_DOT = re.compile(r"(?<!\\)\.")
+
+
+@dataclass
+class Document:
+    """One YAML document and where it came from (for messages and relative paths)."""
+
+    body: object
+    source: str
+    index: int
+    base_dir: Path
+
+    def where(self) -> str:
+        return f"{self.source}, document {self.index}"
+
+
+def read_text(source: str) -> str:
+    if source == STDIN:
+        return sys.stdin.read()
+    try:
+        return Path(source).expanduser().read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"Cannot read {source}: {exc}", code="InvalidFile") from None
+
+
+def load_documents(source: str) -> list[Document]:
+    """Every non-empty document of a (multi-document) YAML file; `-` reads standard input."""
+    text = read_text(source)
+    base_dir = Path.cwd() if source == STDIN else Path(source).expanduser().resolve().parent
+    try:
+        bodies = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"{source} is not valid YAML: {exc}", code="InvalidYaml") from None
+    return [
+        Document(body=body, source=source, index=index, base_dir=base_dir)
+        for index, body in enumerate(bodies, start=1)
+        if body is not None
+    ]
+
+
+def parse_assignment(text: str) -> tuple[list[str], object]:
+    """`a.b=value` -> (["a", "b"], value); the value is read as YAML, so numbers and booleans keep their type."""
+    key, equals, raw = text.partition("=")
+    if not equals or not key:
+        raise InvalidInput(f"'{text}' is not key=value.", target="--set", code="InvalidOption", exit_code=EXIT_USAGE)
+    path = [part.replace("\\.", ".") for part in UNESCAPED_DOT.split(key)]
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    return path, value
+
+
+def apply_assignments(body: dict, assignments: list[str]) -> dict:
+    """Set each dotted path (Azure CLI's `--set`); a dot inside a key is written `\\.`."""
+    for text in assignments:
+        path, value = parse_assignment(text)
+        set_path(body, path, value, text)
+    return body
+
+
+def set_path(body: dict, path: list[str], value, text: str) -> None:
+    node = body
+    for part in path[:-1]:
+        child = node.get(part) if isinstance(node, dict) else None
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise InvalidInput(f"'{text}': '{part}' is not a mapping.", target="--set", code="InvalidOption", exit_code=EXIT_USAGE)
+        node = child
+    node[path[-1]] = value
+
+
+def read_side_file(document: Document, path_value, target: str) -> str:
+    """A file named in the YAML, relative to the YAML file's folder."""
+    if not isinstance(path_value, str) or not path_value:
+        raise InvalidInput("Must be a file path.", target=target, code="InvalidFile")
+    path = Path(path_value).expanduser()
+    if not path.is_absolute():
+        path = document.base_dir / path
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidInput(f"Cannot read {path}: {reason}.", target=target, code="InvalidFile") from None
+
+
+def compute_body(document: Document) -> dict:
+    """The body the API takes: `$schema` dropped, `*_file` fields replaced by the files' contents."""
+    body = {key: value for key, value in document.body.items() if key != "$schema"}
+    if body.get("type") == "kubernetes" and "kubeconfig_file" in body:
+        if "kubeconfig" in body:
+            raise InvalidInput("Give kubeconfig or kubeconfig_file, not both.", target="kubeconfig_file", code="InvalidFile")
+        body["kubeconfig"] = read_side_file(document, body.pop("kubeconfig_file"), "kubeconfig_file")
+    ssh = body.get("ssh_settings")
+    if body.get("type") in SSH_HOST_TYPES and isinstance(ssh, dict) and "ssh_private_key_file" in ssh:
+        ssh = dict(ssh)
+        target = "ssh_settings.ssh_private_key_file"
+        if "ssh_private_key" in ssh:
+            raise InvalidInput("Give ssh_private_key or ssh_private_key_file, not both.", target=target, code="InvalidFile")
+        ssh["ssh_private_key"] = read_side_file(document, ssh.pop("ssh_private_key_file"), target)
+        body["ssh_settings"] = ssh
+    return body

@@ -1,0 +1,31 @@
+"""The `dockyard` command group."""
+import click
+
+from .commands.apply import apply
+from .commands.auth import configure, login, logout
+from .commands.compute import compute
+from .commands.workspace import workspace
+from .context import State, output_option
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@output_option
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Dockyard: ML compute in Azure Machine Learning's vocabulary, from the command line.
+
+    Log in once (`dockyard login --url URL --token TOKEN`), pick a default workspace
+    (`dockyard configure --defaults workspace=NAME`), then create computes from YAML with
+    `dockyard compute create -f FILE` or `dockyard apply -f FILE`.
+    """
+    ctx.ensure_object(State)
+
+
+for command in (login, logout, configure, workspace, compute, apply):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="dockyard")

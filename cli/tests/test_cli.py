@@ -1,0 +1,508 @@
+"""The dockyard CLI against a real Dockyard server (pytest-django's live_server), through click's CliRunner."""
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from cli.main import cli
+from compute.models import ComputeTarget
+from compute.services import compute_create
+from workspaces.services import token_create, workspace_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parents[2]
+KUBE_SECRET = "kube-bearer-token-must-never-be-printed"
+KUBECONFIG = f"""
+apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev
+  cluster: {{server: "https://k8s.example.com:6443"}}
+contexts:
+- name: dev
+  context: {{cluster: dev, user: dev}}
+users:
+- name: dev
+  user: {{token: {KUBE_SECRET}}}
+"""
+SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAnever-printed\n-----END OPENSSH PRIVATE KEY-----\n"
+CPU_CLUSTER = {"$schema": "https://azuremlschemas.azureedge.net/latest/amlCompute.schema.json",
+               "name": "cpu-cluster", "type": "amlcompute", "size": "Standard_DS3_v2", "min_instances": 0, "max_instances": 2}
+K8S = {"name": "k8s-dev", "type": "kubernetes", "namespace": "team-a", "kubeconfig_file": "kube/config.yaml"}
+
+
+class Cli:
+    """Runs `dockyard ...` in-process and checks that no secret ever reaches the output."""
+
+    def __init__(self, token: str):
+        self.token = token
+
+    def __call__(self, *args: str, input: str | None = None):
+        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+        for secret in (self.token, KUBE_SECRET, "never-printed"):
+            assert secret not in result.stdout and secret not in result.stderr
+        return result
+
+    def json(self, *args: str):
+        result = self(*args, "-o", "json")
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def token(owner) -> str:
+    return token_create(user=owner, name="cli")[1]
+
+
+@pytest.fixture
+def config_file(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "home" / "dockyard" / "config.yaml"
+    monkeypatch.setenv("DOCKYARD_CONFIG", str(path))
+    for name in ("DOCKYARD_URL", "DOCKYARD_TOKEN", "DOCKYARD_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture
+def dockyard(live_server, workspace, token, config_file, monkeypatch) -> Cli:
+    """Logged in through the environment, with team-a as the workspace."""
+    monkeypatch.setenv("DOCKYARD_URL", live_server.url)
+    monkeypatch.setenv("DOCKYARD_TOKEN", token)
+    monkeypatch.setenv("DOCKYARD_WORKSPACE", workspace.name)
+    return Cli(token)
+
+
+def write_yaml(path: Path, *documents: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def kube_dir(tmp_path) -> Path:
+    """A folder holding kube/config.yaml, so documents can name it relative to themselves."""
+    (tmp_path / "kube").mkdir()
+    (tmp_path / "kube" / "config.yaml").write_text(KUBECONFIG)
+    return tmp_path
+
+
+def stored(workspace, name: str) -> ComputeTarget | None:
+    return ComputeTarget.objects.filter(workspace=workspace, name=name).first()
+
+
+# login, logout, configure
+
+
+def test_login_checks_the_token_and_saves_it_readable_by_the_owner_only(live_server, workspace, token, config_file):
+    result = Cli(token)("login", "--url", live_server.url + "/", "--token", token)
+
+    assert result.exit_code == 0, result.stderr
+    assert f"Logged in to {live_server.url} (1 workspace visible)" in result.stdout
+    assert stat.S_IMODE(config_file.stat().st_mode) == 0o600
+    assert yaml.safe_load(config_file.read_text()) == {"url": live_server.url, "token": token}
+    assert Cli(token)("workspace", "list").exit_code == 0
+
+
+def test_login_with_a_bad_token_saves_nothing_and_exits_4(live_server, config_file):
+    result = Cli("dy_not-a-real-token")("login", "--url", live_server.url, "--token", "dy_not-a-real-token")
+
+    assert result.exit_code == 4
+    assert result.stderr.startswith("Error (Unauthorized): The token is unknown, revoked or expired.")
+    assert not config_file.exists()
+
+
+def test_logout_forgets_url_and_token_but_keeps_defaults(live_server, workspace, token, config_file):
+    run = Cli(token)
+    run("login", "--url", live_server.url, "--token", token)
+    run("configure", "--defaults", "workspace=team-a")
+
+    assert run("logout").stdout == f"Logged out of {live_server.url}.\n"
+    assert yaml.safe_load(config_file.read_text()) == {"defaults": {"workspace": "team-a"}}
+    result = run("workspace", "list")
+    assert result.exit_code == 4
+    assert "Error (NotLoggedIn)" in result.stderr and "dockyard login" in result.stderr
+
+
+def test_configure_shows_settings_without_the_token(dockyard, config_file):
+    result = dockyard("configure")
+
+    assert result.exit_code == 0
+    assert "token      set (from $DOCKYARD_TOKEN)" in result.stdout
+    assert "workspace  team-a (from $DOCKYARD_WORKSPACE)" in result.stdout
+
+
+def test_workspace_comes_from_flag_then_environment_then_default(dockyard, owner, monkeypatch):
+    team_b = workspace_create(user=owner, name="team-b")
+    compute_create(user=owner, workspace=team_b, data={"name": "only-in-b", "type": "amlcompute"})
+    monkeypatch.delenv("DOCKYARD_WORKSPACE")
+    assert dockyard("configure", "--defaults", "workspace=team-b").exit_code == 0
+
+    assert [row["name"] for row in dockyard.json("compute", "list")] == ["only-in-b"]
+    monkeypatch.setenv("DOCKYARD_WORKSPACE", "team-a")
+    assert dockyard.json("compute", "list") == []
+    assert [row["name"] for row in dockyard.json("compute", "list", "-w", "team-b")] == ["only-in-b"]
+
+
+def test_no_workspace_anywhere_is_a_clear_usage_error(dockyard, monkeypatch):
+    monkeypatch.delenv("DOCKYARD_WORKSPACE")
+
+    result = dockyard("compute", "list")
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error (NoWorkspace): No workspace given: pass -w/--workspace NAME")
+
+
+def test_configure_rejects_unknown_defaults(dockyard):
+    result = dockyard("configure", "--defaults", "colour=blue")
+
+    assert result.exit_code == 2
+    assert "Error (InvalidOption): 'colour=blue' is not one of: workspace=VALUE." in result.stderr
+
+
+# workspaces
+
+
+def test_workspace_create_list_show(dockyard):
+    created = dockyard("workspace", "create", "team-b", "--display-name", "Team B", "--description", "GPU work")
+    assert created.exit_code == 0, created.stderr
+    assert created.stdout == "workspace/team-b created\n"
+
+    table = dockyard("workspace", "list").stdout.splitlines()
+    assert table[0].split() == ["NAME", "DISPLAY", "NAME", "ROLE", "CREATED", "BY", "CREATED"]
+    assert [line.split()[0] for line in table[1:]] == ["team-a", "team-b"]
+    assert table[2].split()[1:5] == ["Team", "B", "owner", "olivia"]
+
+    shown = dockyard.json("workspace", "show", "team-b")
+    assert (shown["name"], shown["display_name"], shown["description"], shown["role"]) == ("team-b", "Team B", "GPU work", "owner")
+    assert yaml.safe_load(dockyard("workspace", "show", "team-b", "-o", "yaml").stdout)["name"] == "team-b"
+
+
+def test_workspace_create_conflict_and_unknown_workspace(dockyard):
+    taken = dockyard("workspace", "create", "team-a")
+    assert taken.exit_code == 1
+    assert taken.stderr.startswith("Error (")
+
+    missing = dockyard("workspace", "show", "nope")
+    assert missing.exit_code == 1
+    assert missing.stderr == "Error (NotFound): Not found.\n"
+
+
+# compute create / list / show / delete
+
+
+def test_compute_create_amlcompute_with_set_overrides(dockyard, workspace, tmp_path):
+    path = write_yaml(tmp_path / "cpu.yml", CPU_CLUSTER)
+
+    result = dockyard("compute", "create", "-f", str(path), "--set", "max_instances=4", "--set", "tags.team=vision")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "compute/cpu-cluster created\n"
+    record = stored(workspace, "cpu-cluster")
+    assert (record.type, record.properties["max_instances"], record.tags) == ("amlcompute", 4, {"team": "vision"})
+
+
+def test_compute_create_kubernetes_reads_kubeconfig_file_and_never_shows_it(dockyard, workspace, kube_dir):
+    path = write_yaml(kube_dir / "k8s.yml", K8S)
+
+    created = dockyard.json("compute", "create", "-f", str(path))
+
+    assert created["secrets_set"] == ["kubeconfig"] and created["server"] == "https://k8s.example.com:6443"
+    assert stored(workspace, "k8s-dev").secrets["kubeconfig"] == KUBECONFIG
+    shown = dockyard("compute", "show", "k8s-dev", "-o", "json")
+    assert KUBE_SECRET not in shown.stdout and "kubeconfig" not in json.loads(shown.stdout)
+    for fmt in ("table", "yaml"):
+        assert dockyard("compute", "show", "k8s-dev", "-o", fmt).exit_code == 0  # Cli checks the secret is absent
+
+
+def test_compute_list_and_show_in_every_format(dockyard, owner, workspace, kube_dir):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+    compute_create(user=owner, workspace=workspace, data={"name": "k8s-dev", "type": "kubernetes", "namespace": "team-a", "kubeconfig": KUBECONFIG})
+
+    table = dockyard("compute", "list").stdout.splitlines()
+    assert table[0].split() == ["NAME", "TYPE", "STATE", "SIZE/NAMESPACE", "INSTANCES", "CREATED"]
+    assert table[1].split()[:5] == ["cpu-cluster", "amlcompute", "Creating", "Standard_DS3_v2", "0-2"]
+    assert table[2].split()[:4] == ["k8s-dev", "kubernetes", "Creating", "team-a"]
+    assert table[1].index("amlcompute") == table[2].index("kubernetes") == table[0].index("TYPE")
+
+    assert [row["name"] for row in dockyard.json("compute", "list")] == ["cpu-cluster", "k8s-dev"]
+    assert [row["name"] for row in yaml.safe_load(dockyard("compute", "list", "-o", "yaml").stdout)] == ["cpu-cluster", "k8s-dev"]
+    assert [row["name"] for row in dockyard.json("compute", "list", "--type", "kubernetes")] == ["k8s-dev"]
+    assert dockyard("-o", "json", "compute", "list").stdout == dockyard("compute", "list", "-o", "json").stdout
+
+    shown = dockyard("compute", "show", "cpu-cluster").stdout
+    assert "max_instances" in shown and "Standard_DS3_v2" in shown
+    assert yaml.safe_load(dockyard("compute", "show", "cpu-cluster", "-o", "yaml").stdout)["max_instances"] == 2
+    assert dockyard.json("compute", "show", "cpu-cluster")["provisioning_state"] == "Creating"
+
+
+def test_compute_list_follows_pagination(dockyard, workspace):
+    ComputeTarget.objects.bulk_create(
+        ComputeTarget(workspace=workspace, name=f"c{index:03}", type="amlcompute", properties={"size": "Standard_DS3_v2"})
+        for index in range(57)
+    )
+
+    rows = dockyard.json("compute", "list")
+
+    assert len(rows) == 57 and rows[-1]["name"] == "c056"
+
+
+def test_empty_compute_list_says_so_on_stderr(dockyard):
+    result = dockyard("compute", "list")
+
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "No computes in workspace 'team-a'.\n")
+
+
+def test_compute_delete_asks_unless_yes(dockyard, owner, workspace):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+
+    declined = dockyard("compute", "delete", "cpu-cluster", input="n\n")
+    assert declined.exit_code == 1 and stored(workspace, "cpu-cluster").provisioning_state == "Creating"
+
+    deleted = dockyard("compute", "delete", "cpu-cluster", "--yes")
+    assert deleted.exit_code == 0, deleted.stderr
+    assert deleted.stdout == "compute/cpu-cluster deleting\n"
+    assert stored(workspace, "cpu-cluster").provisioning_state == "Deleting"
+
+
+# errors
+
+
+def test_validation_errors_print_code_message_and_one_line_per_detail(dockyard, tmp_path):
+    path = write_yaml(tmp_path / "bad.yml", {"name": "bad", "type": "amlcompute", "min_instances": 5, "max_instances": 2, "colour": "red"})
+
+    result = dockyard("compute", "create", "-f", str(path))
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "Error (ValidationError): colour: Unknown field for type 'amlcompute'.",
+        "  colour: Unknown field for type 'amlcompute'.",
+    ]
+    path = write_yaml(tmp_path / "bad.yml", {"name": "bad", "type": "amlcompute", "min_instances": 5, "max_instances": 2})
+    assert dockyard("compute", "create", "-f", str(path)).stderr.splitlines()[1] == (
+        "  min_instances: min_instances (5) must not exceed max_instances (2)."
+    )
+
+
+def test_not_found_says_which_is_missing(dockyard):
+    compute = dockyard("compute", "show", "nope")
+    assert (compute.exit_code, compute.stderr) == (1, "Error (NotFound): Compute 'nope' was not found in workspace 'team-a'.\n")
+
+    workspace = dockyard("compute", "list", "-w", "nowhere")
+    assert (workspace.exit_code, workspace.stderr) == (1, "Error (NotFound): Workspace 'nowhere' was not found, or you are not a member of it.\n")
+
+
+def test_a_reader_gets_the_apis_forbidden_message(dockyard, users, tmp_path, monkeypatch):
+    reader_token = token_create(user=users["reader"], name="cli")[1]
+    monkeypatch.setenv("DOCKYARD_TOKEN", reader_token)
+    path = write_yaml(tmp_path / "cpu.yml", CPU_CLUSTER)
+
+    result = Cli(reader_token)("compute", "create", "-f", str(path))
+
+    assert (result.exit_code, result.stderr) == (1, "Error (Forbidden): This needs the owner role in workspace 'team-a'.\n")
+
+
+def test_connection_refused_exits_3_and_names_the_url(dockyard, monkeypatch):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("DOCKYARD_URL", closed_url)
+
+    result = dockyard("compute", "list")
+
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"Error (ConnectionFailed): Cannot connect to {closed_url}:")
+
+
+def test_bad_set_syntax_and_missing_file_are_reported(dockyard, tmp_path):
+    path = write_yaml(tmp_path / "cpu.yml", CPU_CLUSTER)
+    assert dockyard("compute", "create", "-f", str(path), "--set", "max_instances").exit_code == 2
+
+    missing = dockyard("compute", "create", "-f", str(tmp_path / "none.yml"))
+    assert missing.exit_code == 1 and missing.stderr.startswith("Error (InvalidFile): Cannot read")
+
+    no_kubeconfig = write_yaml(tmp_path / "k8s.yml", K8S)
+    result = dockyard("compute", "create", "-f", str(no_kubeconfig))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[1].startswith(f"  kubeconfig_file: Cannot read {tmp_path / 'kube' / 'config.yaml'}")
+
+
+# apply
+
+
+def test_apply_creates_updates_and_reports_the_invalid_document(dockyard, owner, workspace, tmp_path):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+    path = write_yaml(
+        tmp_path / "computes.yml",
+        {"name": "gpu-cluster", "type": "amlcompute", "size": "Standard_NC6s_v3", "max_instances": 4},
+        {**CPU_CLUSTER, "max_instances": 8},
+        {"name": "broken", "type": "amlcompute", "min_instances": 3, "max_instances": 1},
+        {"name": "last-one", "type": "computeinstance", "size": "Standard_DS3_v2"},
+    )
+
+    result = dockyard("apply", "-f", str(path))
+
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == ["compute/gpu-cluster created", "compute/cpu-cluster configured", "compute/last-one created"]
+    assert result.stderr.splitlines() == [
+        "compute/broken failed",
+        "Error (ValidationError): min_instances: min_instances (3) must not exceed max_instances (1).",
+        "  min_instances: min_instances (3) must not exceed max_instances (1).",
+        "Error (ApplyFailed): 1 of 4 documents failed.",
+    ]
+    assert stored(workspace, "gpu-cluster").properties["max_instances"] == 4
+    assert stored(workspace, "cpu-cluster").properties["max_instances"] == 8
+    assert stored(workspace, "broken") is None and stored(workspace, "last-one") is not None
+
+
+def test_apply_twice_leaves_everything_unchanged(dockyard, workspace, kube_dir):
+    key = kube_dir / "keys" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text(SSH_KEY)
+    vm = {"name": "gpu-box", "type": "virtualmachine", "address": "10.0.0.5",
+          "ssh_settings": {"admin_username": "azureuser", "ssh_port": 2222, "ssh_private_key_file": "keys/id_ed25519"}}
+    path = write_yaml(kube_dir / "all.yml", CPU_CLUSTER, K8S, vm)
+
+    first = dockyard("apply", "-f", str(path))
+    second = dockyard("apply", "-f", str(path))
+
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout.splitlines() == ["compute/cpu-cluster created", "compute/k8s-dev created", "compute/gpu-box created"]
+    assert second.exit_code == 0, second.stderr
+    assert second.stdout.splitlines() == ["compute/cpu-cluster unchanged", "compute/k8s-dev unchanged", "compute/gpu-box unchanged"]
+    box = stored(workspace, "gpu-box")
+    assert box.secrets == {"ssh_private_key": SSH_KEY} and box.properties["ssh_port"] == 2222
+    assert stored(workspace, "k8s-dev").generation == 1
+
+
+def test_apply_dry_run_writes_nothing(dockyard, owner, workspace, tmp_path):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+    path = write_yaml(
+        tmp_path / "plan.yml",
+        {"name": "team-c", "type": "workspace", "display_name": "Team C"},
+        {"name": "new-cluster", "type": "amlcompute"},
+        {**CPU_CLUSTER, "max_instances": 5, "tags": {"tier": "gold"}},
+        CPU_CLUSTER,
+    )
+
+    result = dockyard("apply", "-f", str(path), "--dry-run")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "workspace/team-c created (dry run)",
+        "compute/new-cluster created (dry run)",
+        "compute/cpu-cluster configured (dry run: max_instances, tags)",
+        "compute/cpu-cluster unchanged (dry run)",
+    ]
+    assert list(ComputeTarget.objects.values_list("name", "generation")) == [("cpu-cluster", 1)]
+    assert stored(workspace, "cpu-cluster").properties["max_instances"] == 2
+    assert dockyard("workspace", "show", "team-c").exit_code == 1
+
+
+def test_apply_reports_instance_types_as_not_supported_after_applying_the_rest(dockyard, workspace, tmp_path):
+    instance_type = {"apiVersion": "amlarc.azureml.com/v1alpha1", "kind": "InstanceType", "metadata": {"name": "gpu-small"},
+                     "spec": {"resources": {"limits": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": 1}}}}
+    path = write_yaml(tmp_path / "mixed.yml", instance_type, CPU_CLUSTER)
+
+    result = dockyard("apply", "-f", str(path))
+
+    assert result.exit_code == 1
+    assert result.stdout == "compute/cpu-cluster created\n"
+    assert result.stderr.splitlines()[:2] == [
+        "instancetype/gpu-small failed",
+        "Error (NotSupported): Instance types are not supported yet: this Dockyard has no API for them.",
+    ]
+    assert stored(workspace, "cpu-cluster") is not None
+
+
+def test_apply_dry_run_of_a_kubernetes_compute_says_the_kubeconfig_is_not_compared(dockyard, kube_dir):
+    path = write_yaml(kube_dir / "k8s.yml", K8S)
+    dockyard("apply", "-f", str(path))
+
+    result = dockyard("apply", "-f", str(path), "--dry-run")
+
+    assert result.stdout == "compute/k8s-dev unchanged (dry run; kubeconfig not compared: write-only)\n"
+
+
+def test_apply_json_output_lists_every_outcome_including_failures(dockyard, owner, workspace, tmp_path):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+    path = write_yaml(tmp_path / "two.yml", CPU_CLUSTER, {"name": "xy", "type": "amlcompute", "max_instances": 0})
+
+    result = dockyard("apply", "-f", str(path), "-o", "json")
+
+    assert result.exit_code == 1
+    outcomes = json.loads(result.stdout)
+    assert outcomes[0] == {"resource": "compute/cpu-cluster", "action": "unchanged", "dry_run": False, "changes": []}
+    assert outcomes[1]["action"] == "failed" and outcomes[1]["error"]["details"][0]["target"] == "max_instances"
+
+
+def test_apply_creates_and_updates_workspaces_and_reads_several_files(dockyard, tmp_path):
+    first = write_yaml(tmp_path / "ws.yml", {"name": "team-c", "type": "workspace", "display_name": "Team C"})
+    second = write_yaml(tmp_path / "ws2.yml", {"name": "team-a", "kind": "Workspace", "display_name": "Team A", "description": "Vision"})
+
+    result = dockyard("apply", "-f", str(first), "-f", str(second))
+
+    assert result.stdout.splitlines() == ["workspace/team-c created", "workspace/team-a configured"]
+    assert dockyard.json("workspace", "show", "team-a")["description"] == "Vision"
+    assert dockyard("apply", "-f", str(first), "-f", str(second)).stdout.splitlines() == [
+        "workspace/team-c unchanged", "workspace/team-a unchanged",
+    ]
+
+
+def test_apply_names_the_place_of_documents_it_cannot_route(dockyard, tmp_path):
+    job = {"$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json", "type": "command", "command": "echo hi"}
+    path = write_yaml(tmp_path / "odd.yml", CPU_CLUSTER, {"name": "what", "colour": "blue"}, job, ["not", "a", "mapping"])
+
+    result = dockyard("apply", "-f", str(path))
+
+    assert result.exit_code == 1
+    assert result.stdout == "compute/cpu-cluster created\n"
+    errors = result.stderr.splitlines()
+    assert errors[0] == f"{path}, document 2 failed"
+    assert errors[1].startswith("Error (UnknownDocument): Cannot tell what this document is: give `type`")
+    assert errors[3:5] == [f"{path}, document 3 failed", "Error (NotSupported): This looks like a job, which `dockyard apply` does not support yet."]
+    assert errors[5:7] == [f"{path}, document 4 failed", "Error (InvalidDocument): A document must be a YAML mapping."]
+    assert errors[-1] == "Error (ApplyFailed): 3 of 4 documents failed."
+
+
+def test_apply_stops_at_once_when_the_server_is_unreachable(dockyard, tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKYARD_URL", "http://127.0.0.1:9")
+    path = write_yaml(tmp_path / "two.yml", CPU_CLUSTER, {**CPU_CLUSTER, "name": "other"})
+
+    result = dockyard("apply", "-f", str(path))
+
+    assert result.exit_code == 3 and result.stderr.count("Error (ConnectionFailed)") == 1
+
+
+# the wrapper script
+
+
+def test_bin_dockyard_runs_from_anywhere_and_through_a_symlink(tmp_path):
+    link = tmp_path / "dockyard"
+    link.symlink_to(REPO / "bin" / "dockyard")
+    (tmp_path / "cli").mkdir()  # a folder named like our package must not shadow it
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DOCKYARD_")}
+
+    for command in ([str(REPO / "bin" / "dockyard"), "--help"], [str(link), "compute", "--help"]):
+        result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "Usage: dockyard" in result.stdout
+
+
+def test_python_dash_m_cli_without_login_exits_4(tmp_path):
+    env = {**{key: value for key, value in os.environ.items() if not key.startswith("DOCKYARD_")},
+           "DOCKYARD_CONFIG": str(tmp_path / "none.yaml")}
+    result = subprocess.run([sys.executable, "-m", "cli", "workspace", "list"], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 4
+    assert "Error (NotLoggedIn)" in result.stderr

@@ -1,0 +1,98 @@
+"""Records → Kubernetes manifests as plain dicts: names, labels, the InstanceType CRD and CRs (pure)."""
+import hashlib
+import re
+
+from .quantities import QUANTITY_PATTERN
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "dockyard"
+FIELD_MANAGER = "dockyard"
+LABEL_PREFIX = "dockyard.dev/"
+
+INSTANCE_TYPE_GROUP = "amlarc.azureml.com"
+INSTANCE_TYPE_VERSION = "v1alpha1"
+INSTANCE_TYPE_API_VERSION = f"{INSTANCE_TYPE_GROUP}/{INSTANCE_TYPE_VERSION}"
+INSTANCE_TYPE_PLURAL = "instancetypes"
+INSTANCE_TYPE_CRD_NAME = f"{INSTANCE_TYPE_PLURAL}.{INSTANCE_TYPE_GROUP}"
+GPU = "nvidia.com/gpu"
+GPU_JSON_PATH = r".spec.resources.limits.nvidia\.com/gpu"
+
+
+def object_name(base: str, unique: str, limit: int = 63) -> str:
+    """A deterministic DNS-label name: a slug of `base` plus a short hash of `unique` (a retry never duplicates)."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", base.lower()).strip("-") or "obj"
+    digest = hashlib.sha256(unique.encode()).hexdigest()[:8]
+    return f"{slug[: limit - len(digest) - 1].rstrip('-')}-{digest}"
+
+
+def labels(kind: str, **extra: str) -> dict[str, str]:
+    """The labels every object we create carries, so resync can find (and garbage-collect) ours."""
+    return {MANAGED_BY: MANAGER, f"{LABEL_PREFIX}kind": kind, **{f"{LABEL_PREFIX}{key}": value for key, value in extra.items()}}
+
+
+def managed_selector(kind: str) -> str:
+    return f"{MANAGED_BY}={MANAGER},{LABEL_PREFIX}kind={kind}"
+
+
+def _quantity_schema() -> dict:
+    return {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN}
+
+
+def _resource_list_schema(with_gpu: bool) -> dict:
+    properties = {"cpu": _quantity_schema(), "memory": _quantity_schema()}
+    if with_gpu:
+        properties[GPU] = {"type": "integer", "minimum": 0, "nullable": True}
+    return {"type": "object", "properties": properties}
+
+
+def instance_type_crd() -> dict:
+    """Dockyard's definition of Azure ML's (unpublished) InstanceType CRD: cluster-scoped, v1alpha1."""
+    spec_schema = {
+        "type": "object",
+        "properties": {
+            "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
+            "resources": {
+                "type": "object",
+                "properties": {"requests": _resource_list_schema(False), "limits": _resource_list_schema(True)},
+            },
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": INSTANCE_TYPE_CRD_NAME, "labels": {MANAGED_BY: MANAGER}},
+        "spec": {
+            "group": INSTANCE_TYPE_GROUP,
+            "scope": "Cluster",
+            "names": {"plural": INSTANCE_TYPE_PLURAL, "singular": "instancetype", "kind": "InstanceType", "listKind": "InstanceTypeList"},
+            "versions": [
+                {
+                    "name": INSTANCE_TYPE_VERSION, "served": True, "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": spec_schema, "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    }}},
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {"name": "CPU", "type": "string", "jsonPath": ".spec.resources.limits.cpu"},
+                        {"name": "Memory", "type": "string", "jsonPath": ".spec.resources.limits.memory"},
+                        {"name": "GPU", "type": "integer", "jsonPath": GPU_JSON_PATH},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def instance_type_manifest(
+    *, name: str, node_selector: dict[str, str], requests: dict[str, str], limits: dict[str, str | int], cluster_id: int
+) -> dict:
+    """The InstanceType CR for a record; GPUs appear under limits only, and only when there are some."""
+    spec: dict = {"resources": {"requests": dict(requests), "limits": {key: value for key, value in limits.items() if value}}}
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    return {
+        "apiVersion": INSTANCE_TYPE_API_VERSION,
+        "kind": "InstanceType",
+        "metadata": {"name": name, "labels": labels("instancetype", cluster=str(cluster_id))},
+        "spec": spec,
+    }

@@ -1,0 +1,201 @@
+"""Instance-type shapes: the accepted body forms, the instance-types seed's rules, the built-in default (pure).
+
+Accepted forms, in JSON or YAML: flat `{name, nodeSelector, resources}`; the CR
+`{apiVersion: amlarc.azureml.com/v1alpha1, kind: InstanceType, metadata: {name}, spec: {...}}`; and
+`kind: InstanceTypeList` with `items` in CR form. Every problem is reported with its field path.
+"""
+import re
+from dataclasses import dataclass, field
+
+from . import quantities
+from .manifests import GPU, INSTANCE_TYPE_API_VERSION
+
+DEFAULT_NAME = "defaultinstancetype"
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+RESOURCE_KEYS = {"requests": ("cpu", "memory"), "limits": ("cpu", "memory", GPU)}
+
+
+@dataclass
+class Shape:
+    """One valid instance type, quantities in canonical strings."""
+
+    name: str
+    node_selector: dict[str, str] = field(default_factory=dict)
+    requests: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, str] = field(default_factory=dict)
+    gpu: int = 0
+
+    def resources(self) -> dict:
+        limits = {**self.limits, GPU: self.gpu or None}
+        return {"requests": dict(self.requests), "limits": limits}
+
+    def millicores(self) -> tuple[int, int]:
+        return quantities.cpu_millicores(self.requests["cpu"]), quantities.cpu_millicores(self.limits["cpu"])
+
+    def memory(self) -> tuple[int, int]:
+        return quantities.memory_bytes(self.requests["memory"]), quantities.memory_bytes(self.limits["memory"])
+
+
+# The seed's YAML (its prose says 8 GB of memory; the YAML, which clients apply, says 2Gi).
+DEFAULT_SHAPE = Shape(DEFAULT_NAME, {}, {"cpu": "100m", "memory": "2Gi"}, {"cpu": "2", "memory": "2Gi"}, 0)
+
+
+class ShapeErrors(Exception):
+    """Problems found in a body: [(field path, message)]."""
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        super().__init__(errors[0][1] if errors else "invalid instance type")
+        self.errors = errors
+
+
+def documents(body: object) -> list[tuple[str, dict]]:
+    """Split a body into (path prefix, flat document) pairs; an InstanceTypeList gives one per item."""
+    if not isinstance(body, dict):
+        raise ShapeErrors([("", "The body must be a mapping: an InstanceType, an InstanceTypeList or {name, resources}.")])
+    kind = body.get("kind")
+    if kind is not None and kind not in ("InstanceType", "InstanceTypeList"):
+        raise ShapeErrors([("kind", f"kind must be InstanceType or InstanceTypeList, not {kind!r}.")])
+    if "apiVersion" in body and body["apiVersion"] != INSTANCE_TYPE_API_VERSION:
+        raise ShapeErrors([("apiVersion", f"apiVersion must be {INSTANCE_TYPE_API_VERSION}.")])
+    if kind == "InstanceTypeList" or "items" in body:
+        items = body.get("items")
+        if not isinstance(items, list) or not items:
+            raise ShapeErrors([("items", "An InstanceTypeList needs a non-empty list of items.")])
+        return [(f"items.{index}.", _flat(item, f"items.{index}.")) for index, item in enumerate(items)]
+    return [("", _flat(body, ""))]
+
+
+def _flat(document: object, prefix: str) -> dict:
+    """CR form → flat form, with paths that still name the fields the user wrote."""
+    if not isinstance(document, dict):
+        raise ShapeErrors([(prefix.rstrip("."), "Each item must be a mapping with metadata and spec.")])
+    if "metadata" in document or "spec" in document:
+        metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
+        if not isinstance(metadata, dict) or not isinstance(spec, dict):
+            raise ShapeErrors([(f"{prefix}spec", "metadata and spec must be mappings.")])
+        return {"name": metadata.get("name"), **spec, "_paths": {"name": f"{prefix}metadata.name", "": f"{prefix}spec."}}
+    return {**document, "_paths": {"name": f"{prefix}name", "": prefix}}
+
+
+def shape_from(document: dict, extension_selector: dict[str, str] | None = None) -> Shape:
+    """Validate one flat document against every seed rule; raise ShapeErrors listing all problems."""
+    paths = document.get("_paths", {"name": "name", "": ""})
+    base = paths[""]
+    errors: list[tuple[str, str]] = []
+    unknown = sorted(set(document) - {"name", "nodeSelector", "resources", "_paths", "apiVersion", "kind", "status"})
+    errors += [(f"{base}{key}", "Unknown field; an instance type has a name, nodeSelector and resources.") for key in unknown]
+    name = _name(document.get("name"), paths["name"], errors)
+    selector = _selector(document.get("nodeSelector"), f"{base}nodeSelector", extension_selector or {}, errors)
+    requests, limits, gpu = _resources(document.get("resources"), f"{base}resources", errors)
+    if errors:
+        raise ShapeErrors(errors)
+    return Shape(name, selector, requests, limits, gpu)
+
+
+def _name(name: object, path: str, errors: list) -> str:
+    if not isinstance(name, str) or not name:
+        errors.append((path, "A name is required."))
+        return ""
+    if len(name) > 253 or not DNS_SUBDOMAIN.match(name):
+        errors.append((path, f"'{name}' is not a valid name: lowercase letters, digits, '-' and '.', starting and ending alphanumeric."))
+    return name
+
+
+def _selector(selector: object, path: str, extension: dict[str, str], errors: list) -> dict[str, str]:
+    if selector is None:
+        return {}
+    if not isinstance(selector, dict):
+        errors.append((path, "nodeSelector must be a map of label names to string values."))
+        return {}
+    for key, value in selector.items():
+        problem = _label_problem(key, value)
+        if problem:
+            errors.append((f"{path}.{key}", problem))
+        elif key in extension and extension[key] != value:
+            errors.append((f"{path}.{key}", f"The cluster's extension nodeSelector sets {key}={extension[key]}; an instance type cannot ask for {value}."))
+    return dict(selector)
+
+
+def _label_problem(key: object, value: object) -> str | None:
+    if not isinstance(key, str) or not isinstance(value, str):
+        return "Label names and values must be strings (quote values such as \"true\" or \"1\" in YAML)."
+    prefix, _, name = key.rpartition("/")
+    if (prefix and not DNS_SUBDOMAIN.match(prefix)) or not LABEL_PART.match(name):
+        return f"'{key}' is not a valid label name."
+    if value and not LABEL_PART.match(value):
+        return f"'{value}' is not a valid label value (63 letters, digits, '-', '_' or '.', alphanumeric at both ends)."
+    return None
+
+
+def _resources(resources: object, path: str, errors: list) -> tuple[dict, dict, int]:
+    if not isinstance(resources, dict):
+        errors.append((path, "resources with requests and limits (cpu and memory) are required."))
+        return {}, {}, 0
+    for key in sorted(set(resources) - set(RESOURCE_KEYS)):
+        errors.append((f"{path}.{key}", "Only requests and limits may be given."))
+    requests = _resource_list(resources.get("requests"), f"{path}.requests", "requests", errors)
+    limits = _resource_list(resources.get("limits"), f"{path}.limits", "limits", errors)
+    gpu = _gpu(limits.pop(GPU, None), f"{path}.limits.{GPU}", errors)
+    _requests_within_limits(requests, limits, path, errors)
+    return requests, limits, gpu
+
+
+def _resource_list(values: object, path: str, section: str, errors: list) -> dict:
+    if not isinstance(values, dict):
+        errors.append((path, f"{section} must give cpu and memory."))
+        return {}
+    result = {}
+    for key, value in values.items():
+        if key == GPU and section == "requests":
+            errors.append((f"{path}.{key}", "GPUs may only be given under limits."))
+        elif key not in RESOURCE_KEYS[section]:
+            errors.append((f"{path}.{key}", f"Unsupported resource; {section} take {', '.join(RESOURCE_KEYS[section])}."))
+        else:
+            result[key] = value
+    for key in ("cpu", "memory"):
+        if result.get(key) in (None, ""):
+            errors.append((f"{path}.{key}", f"{section}.{key} is required and cannot be empty or zero."))
+            result.pop(key, None)
+            continue
+        try:
+            result[key] = quantities.canonical_cpu(result[key]) if key == "cpu" else quantities.canonical_memory(result[key])
+        except quantities.QuantityError as exc:
+            errors.append((f"{path}.{key}", str(exc)))
+            result.pop(key)
+    return result
+
+
+def _gpu(value: object, path: str, errors: list) -> int:
+    try:
+        return quantities.gpu_count(value)
+    except quantities.QuantityError as exc:
+        errors.append((path, str(exc)))
+        return 0
+
+
+def _requests_within_limits(requests: dict, limits: dict, path: str, errors: list) -> None:
+    measures = {"cpu": quantities.cpu_millicores, "memory": quantities.memory_bytes}
+    for key, measure in measures.items():
+        if key in requests and key in limits and measure(requests[key]) > measure(limits[key]):
+            errors.append((f"{path}.requests.{key}", f"The {key} request ({requests[key]}) exceeds its limit ({limits[key]})."))
+
+
+def parse_body(body: object, extension_selector: dict[str, str] | None = None) -> list[Shape]:
+    """All shapes of a body, or ShapeErrors with every problem of every item (all or nothing)."""
+    shapes, errors = [], []
+    for _, document in documents(body):
+        try:
+            shapes.append(shape_from(document, extension_selector))
+        except ShapeErrors as exc:
+            errors += exc.errors
+    names = [shape.name for shape in shapes]
+    errors += [("items", f"'{name}' appears more than once.") for name in sorted({n for n in names if names.count(n) > 1})]
+    if errors:
+        raise ShapeErrors(errors)
+    return shapes
+
+
+def effective_selector(shape: Shape, extension_selector: dict[str, str]) -> dict[str, str]:
+    """Extension ∪ instance type: pods must match both (the seed's AND)."""
+    return {**extension_selector, **shape.node_selector}

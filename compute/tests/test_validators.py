@@ -1,0 +1,204 @@
+"""compute/validators.py: pure field rules, as tables."""
+import pytest
+from django.core.exceptions import ValidationError
+
+from compute import validators
+from compute.tests.factories import kubeconfig
+
+
+def raises(check, *args) -> str | None:
+    """The rule's first message, or None when the value passes."""
+    try:
+        check(*args)
+    except ValidationError as exc:
+        return exc.messages[0]
+    return None
+
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [("default", True), ("ml-team", True), ("a", True), ("a" * 63, True), ("a" * 64, False), ("ML", False),
+     ("ml_team", False), ("-ml", False), ("ml-", False), ("", False), ("ml.team", False)],
+)
+def test_namespace(value, ok):
+    assert (raises(validators.validate_namespace, value) is None) is ok
+
+
+@pytest.mark.parametrize(
+    "selector, problem",
+    [
+        ({}, None),
+        ({"gpu": "a100"}, None),
+        ({"kubernetes.io/os": "linux"}, None),
+        ({"node.kubernetes.io/instance-type": "Standard_NC6s_v3"}, None),
+        ({"pool": ""}, None),
+        ({"pool_name.x-1": "v_1.2-3"}, None),
+        ({"bad key": "x"}, "Label key 'bad key' is invalid"),
+        ({"-gpu": "x"}, "Label key '-gpu' is invalid"),
+        ({"a" * 64: "x"}, "is invalid"),
+        ({"Bad_Prefix/gpu": "x"}, "invalid prefix"),
+        ({"/gpu": "x"}, "invalid prefix"),
+        ({"a/b/gpu": "x"}, "invalid prefix"),
+        ({"example.com/": "x"}, "is invalid"),
+        ({"gpu": "a100!"}, "Label value 'a100!' of 'gpu' is invalid"),
+        ({"gpu": "x" * 64}, "is invalid"),
+        ({"gpu": "-a"}, "is invalid"),
+    ],
+)
+def test_node_selector(selector, problem):
+    message = raises(validators.validate_node_selector, selector)
+    assert message is None if problem is None else problem in message
+
+
+@pytest.mark.parametrize(
+    "host, forbidden",
+    [
+        ("169.254.169.254", True),
+        ("169.254.0.1", True),
+        ("fe80::1", True),
+        ("[fe80::1]", True),
+        ("fd00:ec2::254", True),
+        ("::ffff:169.254.169.254", True),  # the same address written as IPv4-mapped IPv6
+        ("2852039166", True),  # 169.254.169.254 as one number, which resolvers accept
+        ("0xa9.0xfe.0xa9.0xfe", True),
+        ("169.254.43518", True),
+        ("metadata.google.internal", True),
+        ("METADATA.google.internal.", True),
+        ("metadata.azure.internal", True),
+        ("metadata", True),
+        ("10.0.0.1", False),
+        ("192.168.1.10", False),
+        ("2001:db8::1", False),
+        ("example.com", False),
+        ("cluster.local", False),
+        ("kube-api", False),
+    ],
+)
+def test_forbidden_addresses(host, forbidden):
+    assert validators.is_forbidden_address(host) is forbidden
+
+
+@pytest.mark.parametrize(
+    "host, allow_link_local, problem",
+    [
+        ("10.0.0.5", False, None),
+        ("vm-1.example.com", False, None),
+        ("2001:db8::5", False, None),
+        ("[2001:db8::5]", False, None),
+        ("169.254.169.254", False, "link-local or cloud-metadata"),
+        ("169.254.169.254", True, None),
+        ("fe80::1", False, "link-local or cloud-metadata"),
+        ("metadata.google.internal", False, "link-local or cloud-metadata"),
+        ("not a host", False, "neither an IP address nor a host name"),
+        ("under_score.example.com", False, "neither an IP address nor a host name"),
+        ("-lead.example.com", False, "neither an IP address nor a host name"),
+        ("a" * 64 + ".example.com", False, "neither an IP address nor a host name"),
+        ("", False, "neither an IP address nor a host name"),
+    ],
+)
+def test_address(host, allow_link_local, problem):
+    message = raises(validators.validate_address, host, allow_link_local)
+    assert message is None if problem is None else problem in message
+
+
+def test_kubeconfig_summary_picks_current_context_and_its_server():
+    summary = validators.kubeconfig_summary(kubeconfig(server="https://k8s.example.com:6443"), None)
+    assert summary == {"context": "dev", "server": "https://k8s.example.com:6443", "namespace": "ml"}
+
+
+def test_kubeconfig_summary_named_context_wins_over_current():
+    text = kubeconfig(context="prod", current="other")
+    assert validators.kubeconfig_summary(text, "prod")["context"] == "prod"
+
+
+@pytest.mark.parametrize(
+    "text, context, problem",
+    [
+        ("clusters: [unclosed", None, "not valid YAML"),
+        ("just a string", None, "mapping of kind Config"),
+        ("- a\n- list", None, "mapping of kind Config"),
+        ("kind: Pod\n", None, "mapping of kind Config"),
+        (kubeconfig(current=False), None, "no current-context"),
+        (kubeconfig(), "prod", "Context 'prod' is not in the kubeconfig (it has: dev)"),
+        (kubeconfig(current="prod"), None, "Context 'prod' is not in the kubeconfig"),
+        ("kind: Config\ncurrent-context: dev\ncontexts: {dev: {}}\n", None, "`contexts` must be a list"),
+        (
+            "kind: Config\ncurrent-context: dev\ncontexts: [{name: dev, context: {cluster: nope, user: dev}}]\n"
+            "users: [{name: dev}]\n", None, "names a cluster that the kubeconfig does not define",
+        ),
+        (
+            "kind: Config\ncurrent-context: dev\ncontexts: [{name: dev, context: {cluster: dev, user: nope}}]\n"
+            "clusters: [{name: dev, cluster: {server: 'https://a'}}]\nusers: [{name: dev}]\n", None,
+            "names a user that the kubeconfig does not define",
+        ),
+        (kubeconfig(server="ftp://k8s.example.com"), None, "no usable cluster server URL"),
+        (kubeconfig(server="k8s.example.com:6443"), None, "no usable cluster server URL"),
+        (kubeconfig(server=""), None, "no usable cluster server URL"),
+    ],
+)
+def test_kubeconfig_problems(text, context, problem):
+    message = raises(validators.kubeconfig_summary, text, context)
+    assert message is not None and problem in message
+
+
+@pytest.mark.parametrize(
+    "value, minutes",
+    [("PT15M", 15), ("PT1H", 60), ("PT1H30M", 90), ("P1D", 1440), ("P3D", 4320), ("P1DT2H", 1560),
+     ("PT900S", 15), ("PT0M", 0)],
+)
+def test_iso_duration_minutes(value, minutes):
+    assert validators.iso_duration_minutes(value) == minutes
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [("P", "not an ISO-8601 duration"), ("PT", "not an ISO-8601 duration"), ("30M", "not an ISO-8601 duration"),
+     ("PT30", "not an ISO-8601 duration"), ("thirty minutes", "not an ISO-8601 duration"), ("", "not an ISO-8601 duration"),
+     ("PT-5M", "not an ISO-8601 duration"), ("PT90S", "whole number of minutes")],
+)
+def test_iso_duration_problems(value, problem):
+    assert problem in raises(validators.iso_duration_minutes, value)
+
+
+@pytest.mark.parametrize("minutes, ok", [(14, False), (15, True), (60, True), (4320, True), (4321, False), (0, False), (-1, False)])
+def test_idle_minutes_between_15_minutes_and_3_days(minutes, ok):
+    assert (raises(validators.validate_idle_minutes, minutes) is None) is ok
+
+
+@pytest.mark.parametrize(
+    "name, ok", [("UTC", True), ("Europe/Berlin", True), ("Asia/Seoul", True), ("Mars/Olympus", False), ("", False), ("../etc/passwd", False)]
+)
+def test_time_zone(name, ok):
+    assert (raises(validators.validate_time_zone, name) is None) is ok
+
+
+@pytest.mark.parametrize(
+    "expression, ok",
+    [("0 18 * * 1-5", True), ("*/15 * * * *", True), ("0 8 * * MON", True), ("61 * * * *", False),
+     ("0 25 * * *", False), ("* * * *", False), ("0 0 * * * *", False), ("every day", False), ("", False)],
+)
+def test_cron(expression, ok):
+    assert (raises(validators.validate_cron, expression) is None) is ok
+
+
+@pytest.mark.parametrize(
+    "value, ok", [("2026-03-10T21:00:00", True), ("2026-03-10", True), ("2026-03-10T21:00:00+09:00", True),
+                  ("tomorrow", False), ("2026-13-01", False), ("", False)]
+)
+def test_start_time(value, ok):
+    assert (raises(validators.validate_start_time, value) is None) is ok
+
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        ("/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Databricks/workspaces/dbx", True),
+        ("/SUBSCRIPTIONS/0000/RESOURCEGROUPS/rg/PROVIDERS/Microsoft.Batch/batchAccounts/b", True),
+        ("/subscriptions/0000/resourceGroups/rg", False),
+        ("subscriptions/0000/resourceGroups/rg/providers/x/y", False),
+        ("https://portal.azure.com/", False),
+        ("", False),
+    ],
+)
+def test_resource_id(value, ok):
+    assert (raises(validators.validate_resource_id, value) is None) is ok

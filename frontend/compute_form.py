@@ -1,0 +1,263 @@
+"""The studio's compute create form: fields per type, the body they amount to, and that body as YAML.
+
+The body is exactly what the REST API and the CLI accept, so the type's serializer stays the one validator:
+this module only turns form fields into that body (numbers as ints, key=value lines as maps, the schedule row as
+Azure ML's structure) and refuses only input that has no such form at all.
+"""
+import re
+from dataclasses import dataclass, field, replace
+
+import yaml
+from django.utils import timezone
+
+from compute import vmsizes
+from compute.choices import ComputeType, Tier
+from compute.serializers import SERIALIZERS
+
+HIDDEN = "<hidden>"
+WEEK_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    label: str
+    kind: str = "text"  # text | textarea | int | select | size | password | secret_text | pairs | schedule
+    required: bool = False  # only marks the label; the serializer decides
+    initial: str = ""
+    help: str = ""
+    choices: tuple = ()
+
+
+@dataclass
+class BoundField:
+    field: Field
+    value: object
+    errors: list[str] = field(default_factory=list)
+    suggestions: list[tuple[str, str]] = field(default_factory=list)
+
+
+NAME = Field("name", "Compute name", required=True, help="2–24 letters, digits or hyphens, starting with a letter.")
+DESCRIPTION = Field("description", "Description", "textarea")
+TAGS = Field("tags", "Tags", "pairs", help="One key=value per line.")
+SIZE = Field(
+    "size", "Virtual machine size", "size", initial="Standard_DS3_v2", help="Suggestions come from the VM-size catalog."
+)
+RESOURCE_ID = Field(
+    "resource_id", "Azure resource ID",
+    help="/subscriptions/<id>/resourceGroups/<group>/providers/<provider>/<type>/<name>",
+)
+SSH_HOST = (
+    Field("address", "Host address", required=True, help="IP address or DNS name."),
+    Field("ssh_port", "SSH port", "int", initial="22"),
+    Field("admin_username", "User name", required=True),
+    Field("admin_password", "Password", "password", help="Give a password or a private key."),
+    Field(
+        "ssh_private_key", "SSH private key", "secret_text", help="PEM or OpenSSH private key: paste it or choose the file."
+    ),
+)
+
+TYPE_FIELDS: dict[str, tuple[Field, ...]] = {
+    ComputeType.COMPUTEINSTANCE: (
+        SIZE,
+        Field(
+            "idle_time_before_shutdown_minutes", "Idle shutdown after (minutes)", "int",
+            help="15 minutes to 3 days; empty means the instance never shuts down on its own.",
+        ),
+        Field("schedule", "Start/stop schedule", "schedule", help="Optional; the CLI can add up to four."),
+    ),
+    ComputeType.AMLCOMPUTE: (
+        Field("tier", "Virtual machine tier", "select", initial=Tier.DEDICATED,
+              choices=((Tier.DEDICATED, "Dedicated"), (Tier.LOW_PRIORITY, "Low priority (may be pre-empted)"))),
+        SIZE,
+        Field("min_instances", "Minimum number of nodes", "int", initial="0", help="0 lets the cluster scale to zero."),
+        Field("max_instances", "Maximum number of nodes", "int", initial="1"),
+        Field("idle_time_before_scale_down", "Idle seconds before scale down", "int", initial="120"),
+    ),
+    ComputeType.KUBERNETES: (
+        Field("kubeconfig", "Kubeconfig", "secret_text", required=True,
+              help="Stored encrypted and never shown again; paste it or choose the file."),
+        Field("context", "Context", help="Empty: the kubeconfig's current-context."),
+        Field("namespace", "Namespace", initial="default", help="Jobs and deployments of this compute run here."),
+        Field("node_selector", "Node selector", "pairs", help="label=value per line; added to every instance type."),
+    ),
+    ComputeType.VIRTUALMACHINE: SSH_HOST,
+    ComputeType.HDINSIGHT: SSH_HOST,
+    ComputeType.DATALAKEANALYTICS: (replace(RESOURCE_ID, required=True),),
+    ComputeType.SYNAPSESPARK: (replace(RESOURCE_ID, required=True),),
+    ComputeType.DATABRICKS: (
+        Field("workspace_url", "Workspace URL", required=True, help="e.g. https://adb-1234.5.azuredatabricks.net"),
+        Field("access_token", "Access token", "password", required=True),
+        RESOURCE_ID,
+    ),
+    ComputeType.BATCH: (
+        Field("account_name", "Batch account name", required=True, help="3–24 lowercase letters or digits."),
+        Field("account_url", "Account URL"),
+        Field("account_key", "Account key", "password", required=True),
+        RESOURCE_ID,
+    ),
+}
+
+# One or more real size names per catalog series; the catalog itself decides which are offered (retired, cluster-only).
+EXAMPLE_SIZES = {
+    "DDSv4": ("Standard_D2ds_v4", "Standard_D4ds_v4", "Standard_D8ds_v4"),
+    "Dv2": ("Standard_D2_v2", "Standard_D3_v2"),
+    "Dv3": ("Standard_D2_v3", "Standard_D4_v3"),
+    "DSv2": ("Standard_DS2_v2", "Standard_DS3_v2", "Standard_DS4_v2"),
+    "DSv3": ("Standard_D2s_v3", "Standard_D4s_v3", "Standard_D8s_v3"),
+    "EAv4": ("Standard_E4as_v4", "Standard_E8as_v4"),
+    "Ev3": ("Standard_E4_v3", "Standard_E8_v3"),
+    "ESv3": ("Standard_E4s_v3", "Standard_E8s_v3"),
+    "FSv2": ("Standard_F4s_v2", "Standard_F8s_v2", "Standard_F72s_v2"),
+    "FX": ("Standard_FX4mds", "Standard_FX12mds"),
+    "H": ("Standard_H8", "Standard_H16r"),
+    "HB": ("Standard_HB60rs",),
+    "HBv2": ("Standard_HB120rs_v2",),
+    "HBv3": ("Standard_HB120rs_v3",),
+    "HC": ("Standard_HC44rs",),
+    "LSv2": ("Standard_L8s_v2",),
+    "M": ("Standard_M64s", "Standard_M128ms"),
+    "NC": ("Standard_NC6",),
+    "NC Promo": ("Standard_NC6_Promo",),
+    "NCv2": ("Standard_NC6s_v2",),
+    "NCv3": ("Standard_NC6s_v3", "Standard_NC12s_v3", "Standard_NC24s_v3", "Standard_NC24rs_v3"),
+    "ND": ("Standard_ND6s",),
+    "NDv2": ("Standard_ND40rs_v2",),
+    "NV": ("Standard_NV6",),
+    "NVv3": ("Standard_NV12s_v3",),
+    "NCasT4_v3": ("Standard_NC4as_T4_v3", "Standard_NC16as_T4_v3", "Standard_NC64as_T4_v3"),
+    "NDasrA100_v4": ("Standard_ND96asr_v4",),
+    "NV_Promo": ("Standard_NV6_Promo",),
+    "Av1": ("Standard_A2",),
+}
+SIZE_TARGETS = {ComputeType.COMPUTEINSTANCE: vmsizes.INSTANCE, ComputeType.AMLCOMPUTE: vmsizes.CLUSTER}
+
+
+def fields_for(compute_type: str) -> tuple[Field, ...]:
+    return (NAME, DESCRIPTION, *TYPE_FIELDS[compute_type], TAGS)
+
+
+def size_suggestions(compute_type: str) -> list[tuple[str, str]]:
+    """(size, label) pairs the catalog accepts today for this type: no retired series, FX only for clusters."""
+    target, today = SIZE_TARGETS[compute_type], timezone.now().date()
+    suggestions = []
+    for series in vmsizes.SERIES:
+        label = f"{series.name} · {vmsizes.CATEGORIES[series.category]}"
+        if series.gpu_architecture:
+            label += f" · {series.gpu_architecture}, CUDA ≥ {series.min_cuda}"
+        sizes = EXAMPLE_SIZES.get(series.name, ())
+        suggestions += [(size, label) for size in sizes if vmsizes.size_problem(size, target, today) is None]
+    return suggestions
+
+
+def parse_pairs(text: str) -> dict[str, str]:
+    """key=value lines into a map; blank lines are skipped, anything else is refused with its line number."""
+    pairs = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"Line {number} ('{line}') is not key=value.")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def schedule_values(data) -> dict:
+    return {
+        "action": data.get("schedule_action", ""),
+        "time": data.get("schedule_time", ""),
+        "days": data.getlist("schedule_days") if hasattr(data, "getlist") else data.get("schedule_days", []),
+        "time_zone": data.get("schedule_time_zone", "UTC"),
+    }
+
+
+def schedule_body(data) -> dict | None:
+    """The form's one schedule row as Azure ML's `schedules.compute_start_stop` (a weekly or daily recurrence)."""
+    row = schedule_values(data)
+    if not row["action"]:
+        return None
+    match = re.fullmatch(r"(\d{1,2}):(\d{2})", row["time"].strip())
+    if not match:
+        raise ValueError("Give the time of the schedule as HH:MM.")
+    recurrence = {"hours": [int(match[1])], "minutes": [int(match[2])]}
+    if row["days"]:
+        recurrence["week_days"] = list(row["days"])
+    trigger = {
+        "type": "recurrence", "frequency": "week" if row["days"] else "day", "interval": 1,
+        "schedule": recurrence, "time_zone": row["time_zone"].strip() or "UTC",
+    }
+    return {"compute_start_stop": [{"action": row["action"], "trigger": trigger}]}
+
+
+def read_value(spec: Field, data, files):
+    """One field's value for the body; raises ValueError for input that cannot be turned into a value at all."""
+    if spec.kind == "schedule":
+        return schedule_body(data)
+    raw = data.get(spec.name, "")
+    if spec.kind == "secret_text" and files.get(f"{spec.name}_file"):
+        try:
+            return files[f"{spec.name}_file"].read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("The file is not UTF-8 text.") from None
+    if spec.kind in ("password", "secret_text"):
+        return raw  # secrets are kept byte for byte: keys end in newlines
+    if spec.kind == "pairs":
+        return parse_pairs(raw)
+    raw = raw.strip()
+    # A number the user mistyped goes through as text, so the serializer names the problem like the API does.
+    return int(raw) if spec.kind == "int" and re.fullmatch(r"-?\d+", raw) else raw
+
+
+def compute_body(compute_type: str, data, files) -> tuple[dict, list[dict]]:
+    """The API body the form amounts to, and rows {target, message} for input that could not be read."""
+    body, problems = {}, []
+    for spec in fields_for(compute_type):
+        try:
+            value = read_value(spec, data, files)
+        except ValueError as exc:
+            problems.append({"target": spec.name, "message": str(exc)})
+            continue
+        if value not in (None, "", {}):
+            body["schedules" if spec.kind == "schedule" else spec.name] = value
+    head = {"name": body.pop("name")} if "name" in body else {}
+    return {**head, "type": compute_type, **body}, problems
+
+
+def body_yaml(compute_type: str, body: dict, secrets_set=()) -> str:
+    """The body as the YAML file the CLI and REST accept; secrets (given or stored) show as <hidden>."""
+    secret_fields = SERIALIZERS[compute_type].secret_fields
+    shown = {key: HIDDEN if key in secret_fields else value for key, value in body.items()}
+    shown.update({key: HIDDEN for key in secrets_set})
+    return yaml.safe_dump(shown, sort_keys=False, allow_unicode=True, width=100)
+
+
+def initial_data(compute_type: str) -> dict:
+    return {spec.name: spec.initial for spec in fields_for(compute_type) if spec.initial}
+
+
+def field_of(target: str) -> str:
+    """The form field an error's target belongs to (`schedules.compute_start_stop.0.trigger.time_zone` → schedule)."""
+    head = (target or "").split(".", 1)[0]
+    return "schedule" if head == "schedules" else head
+
+
+def bind(compute_type: str, data, errors: list[dict]) -> tuple[list[BoundField], list[dict]]:
+    """Fields with their current values and errors, plus the errors that belong to no field."""
+    names = {spec.name for spec in fields_for(compute_type)}
+    by_field: dict[str, list[str]] = {}
+    for row in errors:
+        by_field.setdefault(field_of(row["target"]), []).append(row["message"])
+    bound = []
+    for spec in fields_for(compute_type):
+        if spec.kind == "schedule":
+            value = schedule_values(data)
+        elif spec.kind in ("password", "secret_text"):
+            value = ""  # a secret is never sent back to the browser
+        else:
+            value = data.get(spec.name, "")
+        suggestions = size_suggestions(compute_type) if spec.kind == "size" else []
+        bound.append(BoundField(spec, value, by_field.get(spec.name, []), suggestions))
+    stray = [row for row in errors if field_of(row["target"]) not in names]
+    return bound, stray

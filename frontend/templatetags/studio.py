@@ -1,0 +1,85 @@
+"""Template helpers of the studio: the workspace switcher, state badges, and short renderings of values."""
+import json
+
+from django import template
+
+from compute.choices import ComputeType, ProvisioningState
+from workspaces import selectors
+
+register = template.Library()
+
+STATE_STYLES = {
+    ProvisioningState.SUCCEEDED: ("success", "check-circle-fill"),
+    ProvisioningState.CREATING: ("primary", "arrow-repeat"),
+    ProvisioningState.UPDATING: ("primary", "arrow-repeat"),
+    ProvisioningState.FAILED: ("danger", "x-octagon-fill"),
+    ProvisioningState.DELETING: ("secondary", "trash3"),
+}
+ACTION_STYLES = {"create": "success", "update": "primary", "delete": "danger", "action": "secondary"}
+
+
+@register.inclusion_tag("frontend/partials/workspace_menu.html", takes_context=True)
+def workspace_menu(context, current=None):
+    user = context["request"].user
+    workspaces = selectors.workspace_list(user=user) if user.is_authenticated else []
+    return {"workspaces": workspaces, "current": current}
+
+
+@register.inclusion_tag("frontend/partials/state_badge.html")
+def state_badge(state: str):
+    colour, icon = STATE_STYLES.get(state, ("secondary", "question-circle"))
+    return {"state": state, "colour": colour, "icon": icon}
+
+
+@register.filter
+def action_colour(action: str) -> str:
+    return ACTION_STYLES.get(action, "secondary")
+
+
+@register.filter
+def type_label(compute_type: str) -> str:
+    return ComputeType(compute_type).label if compute_type in ComputeType.values else compute_type
+
+
+@register.filter
+def summary(compute) -> str:
+    """The one line that tells a compute apart in its tab."""
+    p = compute.properties
+    if compute.type == ComputeType.COMPUTEINSTANCE:
+        idle = p.get("idle_time_before_shutdown_minutes")
+        return p.get("size", "") + (f" · idle shutdown {idle} min" if idle else "")
+    if compute.type == ComputeType.AMLCOMPUTE:
+        tier = "low priority" if p.get("tier") == "low_priority" else "dedicated"
+        return f"{p.get('size', '')} · {p.get('min_instances')}–{p.get('max_instances')} nodes · {tier}"
+    if compute.type == ComputeType.KUBERNETES:
+        return f"{p.get('server', '')} · namespace {p.get('namespace', 'default')}"
+    if "address" in p:
+        return f"{p.get('admin_username')}@{p['address']}:{p.get('ssh_port', 22)}"
+    return p.get("workspace_url") or p.get("account_name") or p.get("resource_id", "").rsplit("/", 1)[-1]
+
+
+@register.filter
+def show(value) -> str:
+    """A property value in one line: maps as key=value, structures as compact JSON, nothing as an em dash."""
+    if value in (None, "", [], {}):
+        return "—"
+    if isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
+        return ", ".join(f"{key}={item}" for key, item in value.items())
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(", ", ": "))
+    return str(value)
+
+
+@register.filter
+def change_rows(changes: dict) -> list[tuple[str, str]]:
+    """An audit event's {field: [old, new]} as (field, "old → new"); secret fields arrive already masked."""
+    rows = []
+    for key, change in (changes or {}).items():
+        if isinstance(change, list) and len(change) == 2:
+            old, new = change
+            text = f"{show(new)}" if old is None else f"{show(old)} → {show(new)}"
+        else:
+            text = show(change)
+        rows.append((key, text))
+    return rows
+

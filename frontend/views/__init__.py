@@ -1,0 +1,1 @@
+"""Studio pages, one module per area; urls.py imports them."""

@@ -1,0 +1,42 @@
+"""What every studio page shares: the workspace it is in, the user's permissions there, error rows."""
+from django.core.exceptions import PermissionDenied
+from rest_framework import exceptions
+
+from controlplane.api import BadRequest, Conflict, flatten_details
+from workspaces import access, selectors
+
+# What services raise for a person to fix; anything else is a bug and gets the 500 page.
+USER_ERRORS = (exceptions.ValidationError, Conflict, BadRequest)
+REMEMBERED = "workspace"
+
+
+def workspace_page(request, name: str) -> dict:
+    """Context for a page inside a workspace: 404 unless the user is a member (names must not leak)."""
+    workspace = access.workspace_for(request.user, name)
+    if request.session.get(REMEMBERED) != workspace.name:
+        request.session[REMEMBERED] = workspace.name  # pages outside a workspace keep its navigation
+    return {"workspace": workspace, "perms": access.permissions_for(request.user, workspace)}
+
+
+def remembered_workspace(request) -> dict:
+    """Context for pages outside a workspace: the last one visited, if the user may still see it."""
+    name = request.session.get(REMEMBERED)
+    workspace = selectors.workspace_list(user=request.user).filter(name=name).first() if name else None
+    return {"workspace": workspace, "perms": access.permissions_for(request.user, workspace) if workspace else {}}
+
+
+def require(user, workspace, action: str) -> None:
+    """access.require for HTML views: Django's PermissionDenied renders the 403 page, DRF's would be a 500."""
+    try:
+        access.require(user, workspace, action)
+    except exceptions.PermissionDenied as exc:
+        raise PermissionDenied(str(exc.detail)) from None
+
+
+def error_rows(exc: Exception, target: str = "") -> list[dict]:
+    """A service's exception as [{target, message}]; `target` is where errors without a field path belong."""
+    if isinstance(exc, exceptions.ValidationError):
+        return flatten_details(exc.detail)
+    if isinstance(exc, BadRequest) and exc.target:
+        target = exc.target
+    return [{"target": target, "message": str(exc.detail)}]

@@ -1,0 +1,67 @@
+"""Home (workspaces), the workspace landing redirect, and the pages of features still to come."""
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.shortcuts import redirect, render
+
+from workspaces import selectors, services
+from workspaces.models import Membership
+
+from ..forms import WorkspaceForm
+from .common import USER_ERRORS, error_rows, remembered_workspace, workspace_page
+
+
+def workspace_cards(user):
+    """The user's workspaces with their role and how many members and computes each has, in one query."""
+    role = Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
+    # Counted in subqueries: workspace_list joins memberships for non-staff, which would skew a plain Count.
+    members = Membership.objects.filter(workspace=OuterRef("pk")).order_by().values("workspace")
+    members = members.annotate(n=Count("pk")).values("n")
+    return selectors.workspace_list(user=user).annotate(
+        my_role=Subquery(role),
+        member_count=Coalesce(Subquery(members, output_field=IntegerField()), 0),
+        compute_count=Count("computes", distinct=True),
+    )
+
+
+@login_required
+def home(request):
+    """Workspaces the user can open, and the form that creates one."""
+    form = WorkspaceForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            workspace = services.workspace_create(user=request.user, **form.cleaned_data)
+        except USER_ERRORS as exc:
+            for row in error_rows(exc, target="name"):
+                form.add_error(row["target"] if row["target"] in form.fields else None, row["message"])
+        else:
+            messages.success(request, f"Workspace {workspace.name} created; you are its owner.")
+            return redirect("frontend:compute", ws=workspace.name)
+    context = {**remembered_workspace(request), "nav": "home", "form": form}
+    context["workspaces"] = workspace_cards(request.user)
+    return render(request, "frontend/home.html", context)
+
+
+@login_required
+def workspace(request, ws):
+    workspace_page(request, ws)
+    return redirect("frontend:compute", ws=ws)
+
+
+def coming_soon(nav: str, title: str, what: str, api_path: str):
+    """An honest empty page for a feature that is not built yet: what it will be and where its API will live."""
+
+    @login_required
+    def view(request, ws):
+        context = {**workspace_page(request, ws), "nav": nav, "title": title, "what": what}
+        context["api_path"] = api_path.format(ws=ws)
+        return render(request, "frontend/coming_soon.html", context)
+
+    return view
+
+
+jobs = coming_soon("jobs", "Jobs", "Command jobs arrive in a coming release", "/api/v1/workspaces/{ws}/jobs/")
+endpoints = coming_soon(
+    "endpoints", "Endpoints", "Online endpoints arrive in a coming release", "/api/v1/workspaces/{ws}/online-endpoints/"
+)

@@ -1,0 +1,113 @@
+"""Members of a workspace (owners add, re-role and remove them) and the workspace's audit events."""
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+from rest_framework.exceptions import ValidationError
+
+from workspaces import access, selectors, services
+from workspaces.choices import Role
+
+from ..forms import MemberForm, RoleForm
+from .common import USER_ERRORS, error_rows, require, workspace_page
+
+EVENTS_PER_PAGE = 25
+
+
+def members_context(request, ws: str, **extra) -> dict:
+    context = workspace_page(request, ws)
+    members = selectors.member_list(workspace=context["workspace"])
+    return {**context, "nav": "members", "members": members, "roles": Role.choices, **extra}
+
+
+@login_required
+def members(request, ws):
+    """The member list; owners also get the add form, posted here."""
+    context = members_context(request, ws)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST":
+        require(request.user, context["workspace"], "manage")
+        if form.is_valid():
+            try:
+                membership = services.member_add(
+                    actor=request.user, workspace=context["workspace"], **form.cleaned_data
+                )
+            except USER_ERRORS as exc:
+                for row in error_rows(exc, target="username"):
+                    form.add_error("role" if row["target"] == "role" else "username", row["message"])
+            else:
+                messages.success(request, f"{membership.user.username} is now a {membership.role} of {ws}.")
+                return redirect("frontend:members", ws=ws)
+    return render(request, "frontend/workspace/members.html", {**context, "form": form})
+
+
+def membership_or_404(workspace, username: str):
+    membership = selectors.member_list(workspace=workspace).filter(user__username=username).first()
+    if membership is None:
+        raise Http404
+    return membership
+
+
+def member_change(change):
+    """A POST that changes one membership; htmx gets the refreshed table, with the service's refusal shown in it."""
+
+    @login_required
+    @require_POST
+    def view(request, ws, username):
+        workspace = access.workspace_for(request.user, ws)
+        require(request.user, workspace, "manage")
+        membership = membership_or_404(workspace, username)
+        error = ""
+        try:
+            change(request, membership)
+        except USER_ERRORS as exc:
+            error = error_rows(exc)[0]["message"]
+        try:
+            # Read again, permissions included: an owner may just have changed or removed their own membership.
+            context = members_context(request, ws, member_error=error)
+        except Http404:
+            messages.info(request, f"You are no longer a member of {ws}.")
+            return HttpResponseClientRedirect(reverse("frontend:home")) if request.htmx else redirect("frontend:home")
+        if not request.htmx:
+            if error:
+                messages.error(request, error)
+            return redirect("frontend:members", ws=ws)
+        return render(request, "frontend/workspace/_members.html", context)
+
+    return view
+
+
+def change_role(request, membership):
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        raise ValidationError(form.errors)
+    services.member_update(actor=request.user, membership=membership, role=form.cleaned_data["role"])
+
+
+def remove(request, membership):
+    services.member_remove(actor=request.user, membership=membership)
+
+
+member_role = member_change(change_role)
+member_remove = member_change(remove)
+
+
+@login_required
+def events(request, ws):
+    """Audit events newest first; "Load older" (htmx) asks for the page before the last event shown."""
+    context = workspace_page(request, ws)
+    events = selectors.event_list(workspace=context["workspace"])
+    before = request.GET.get("before", "")
+    if before.isdigit():
+        anchor = events.filter(pk=before).first()
+        if anchor is not None:
+            older = Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, pk__lt=anchor.pk)
+            events = events.filter(older)
+    page = list(events[: EVENTS_PER_PAGE + 1])
+    context.update(nav="events", events=page[:EVENTS_PER_PAGE], more=len(page) > EVENTS_PER_PAGE)
+    template = "frontend/workspace/_event_rows.html" if request.htmx else "frontend/workspace/events.html"
+    return render(request, template, context)

@@ -1,0 +1,163 @@
+"""Who may call what: every endpoint for anonymous, non-members, each role and staff.
+
+No credentials -> 401; not a member -> 404 (names don't leak); a member without the role -> 403.
+Reading needs `reader`; every write here (workspace settings, members, compute) needs `owner`.
+Tokens, the catalogs and workspace creation belong to no workspace: any signed-in user.
+The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
+"""
+from dataclasses import dataclass, field
+
+import pytest
+
+from compute.tests.factories import body, create_compute
+from conftest import ROLES
+from tests.support import assert_error
+from workspaces.services import token_create
+
+WS = "/api/v1/workspaces/team-a"
+
+
+def read(ok: int = 200) -> dict:
+    return {"anonymous": 401, "outsider": 404, "reader": ok, "contributor": ok, "owner": ok, "staff": ok}
+
+
+def manage(ok: int) -> dict:
+    return {"anonymous": 401, "outsider": 404, "reader": 403, "contributor": 403, "owner": ok, "staff": ok}
+
+
+def signed_in(ok: int) -> dict:
+    return {role: 401 if role == "anonymous" else ok for role in ROLES}
+
+
+PUBLIC = {role: 200 for role in ROLES}
+CODES = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
+
+
+@dataclass
+class Endpoint:
+    name: str
+    method: str
+    path: str
+    expected: dict
+    data: dict | None = None
+    needs: tuple = field(default=())  # "compute": a compute named cpu-cluster in team-a
+
+
+ENDPOINTS = [
+    Endpoint("workspaces-list", "get", "/api/v1/workspaces/", signed_in(200)),
+    Endpoint("workspaces-create", "post", "/api/v1/workspaces/", signed_in(201), {"name": "new-team"}),
+    Endpoint("workspace-retrieve", "get", f"{WS}/", read()),
+    Endpoint("workspace-patch", "patch", f"{WS}/", manage(200), {"description": "changed"}),
+    Endpoint("workspace-delete", "delete", f"{WS}/", manage(204)),
+    Endpoint("members-list", "get", f"{WS}/members/", read()),
+    Endpoint("member-retrieve", "get", f"{WS}/members/reader-user/", read()),
+    Endpoint("members-create", "post", f"{WS}/members/", manage(201), {"user": "nina", "role": "reader"}),
+    Endpoint("member-patch", "patch", f"{WS}/members/contributor-user/", manage(200), {"role": "reader"}),
+    Endpoint("member-delete", "delete", f"{WS}/members/contributor-user/", manage(204)),
+    Endpoint("events-list", "get", f"{WS}/events/", read()),
+    Endpoint("computes-list", "get", f"{WS}/computes/", read()),
+    Endpoint("computes-create", "post", f"{WS}/computes/", manage(201), body("amlcompute", name="new-cluster")),
+    Endpoint("compute-retrieve", "get", f"{WS}/computes/cpu-cluster/", read(), needs=("compute",)),
+    Endpoint("compute-patch", "patch", f"{WS}/computes/cpu-cluster/", manage(200), {"max_instances": 9}, ("compute",)),
+    Endpoint("compute-delete", "delete", f"{WS}/computes/cpu-cluster/", manage(202), needs=("compute",)),
+    Endpoint("compute-local-retrieve", "get", f"{WS}/computes/local/", read()),
+    Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
+    Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
+    Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
+    Endpoint("vm-sizes", "get", "/api/v1/vm-sizes/", signed_in(200)),
+    Endpoint("compute-types", "get", "/api/v1/compute-types/", signed_in(200)),
+    Endpoint("openapi", "get", "/api/v1/openapi.json", PUBLIC),
+    Endpoint("docs", "get", "/api/v1/docs/", PUBLIC),
+]
+
+
+@pytest.fixture
+def nina(make_user):
+    return make_user("nina")
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda endpoint: endpoint.name)
+def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as):
+    if "compute" in endpoint.needs:
+        create_compute(workspace, users["owner"], name="cpu-cluster")
+    client = api_as(role)
+    # the token to revoke belongs to the caller (anonymous tries the owner's)
+    token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")
+    path = endpoint.path.format(token=token.pk)
+    response = getattr(client, endpoint.method)(path, endpoint.data, format="json")
+    status = endpoint.expected[role]
+    if status >= 400:
+        assert_error(response, status, CODES[status])
+    else:
+        assert response.status_code == status, response.content
+
+
+@pytest.mark.parametrize("method, suffix, data", [
+    ("get", "cpu-cluster/", None),
+    ("patch", "cpu-cluster/", {"max_instances": 9}),
+    ("delete", "cpu-cluster/", None),
+    ("get", "", None),
+])
+def test_an_owner_of_one_workspace_gets_404_for_anothers_compute(method, suffix, data, owner_api, workspace, make_user):
+    from compute.models import ComputeTarget
+    from workspaces.services import workspace_create
+
+    bob = make_user("bob")
+    other = workspace_create(user=bob, name="team-b")
+    theirs = create_compute(other, bob, name="cpu-cluster", max_instances=2)
+    response = getattr(owner_api, method)(f"/api/v1/workspaces/team-b/computes/{suffix}", data, format="json")
+    assert_error(response, 404, "NotFound")
+    # and team-a's path does not reach team-b's record either
+    assert_error(owner_api.get(f"{WS}/computes/cpu-cluster/"), 404, "NotFound")
+    theirs.refresh_from_db()
+    assert (theirs.provisioning_state, theirs.properties["max_instances"]) == ("Creating", 2)
+    assert ComputeTarget.objects.filter(workspace=other).count() == 1
+
+
+def test_a_404_for_a_hidden_workspace_looks_like_one_for_a_missing_workspace(api_as, users, workspace):
+    outsider = api_as("outsider")
+    hidden = outsider.get(f"{WS}/computes/")
+    missing = outsider.get("/api/v1/workspaces/no-such-team/computes/")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json() == missing.json()
+
+
+def test_a_non_member_cannot_learn_which_computes_exist(api_as, users, workspace):
+    create_compute(workspace, users["owner"], name="cpu-cluster")
+    outsider = api_as("outsider")
+    assert outsider.get(f"{WS}/computes/cpu-cluster/").json() == outsider.get(f"{WS}/computes/nope/").json()
+
+
+def test_refused_writes_change_nothing(api_as, users, workspace):
+    from compute.models import ComputeTarget
+    from workspaces.models import AuditEvent, Membership
+
+    create_compute(workspace, users["owner"], name="cpu-cluster", max_instances=2)
+    clients = [api_as(role) for role in ("anonymous", "outsider", "reader", "contributor")]
+    before = (ComputeTarget.objects.count(), Membership.objects.count(), AuditEvent.objects.count())
+    for client in clients:
+        client.patch(f"{WS}/computes/cpu-cluster/", {"max_instances": 9}, format="json")
+        client.delete(f"{WS}/computes/cpu-cluster/")
+        client.post(f"{WS}/computes/", body("amlcompute", name="sneaky"), format="json")
+        client.post(f"{WS}/members/", {"user": "oscar", "role": "owner"}, format="json")
+        client.patch(f"{WS}/", {"description": "defaced"}, format="json")
+        client.delete(f"{WS}/")
+    assert (ComputeTarget.objects.count(), Membership.objects.count(), AuditEvent.objects.count()) == before
+    assert ComputeTarget.objects.get(name="cpu-cluster").properties["max_instances"] == 2
+    workspace.refresh_from_db()
+    assert workspace.description == ""
+
+
+def test_session_login_works_for_reads(client, users, workspace):
+    client.force_login(users["reader"])
+    assert client.get(f"{WS}/computes/").status_code == 200
+
+
+def test_session_writes_need_the_csrf_token(users, workspace):
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(users["owner"])
+    response = browser.patch(f"{WS}/", {"description": "x"}, content_type="application/json")
+    assert_error(response, 403, "Forbidden")

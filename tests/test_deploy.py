@@ -1,0 +1,73 @@
+"""docker-compose.yml cannot run here (no Docker engine): check that it parses and that what it runs exists."""
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+APP_SERVICES = ["migrate", "web", "worker", "beat"]
+
+
+def test_compose_has_the_single_host_services():
+    assert {"postgres", "redis", "migrate", "web", "worker", "beat"} <= set(SERVICES)
+    assert {"postgres-data", "dockyard-data"} <= set(COMPOSE["volumes"])
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_app_services_build_the_project_image_in_production_mode(name):
+    service = SERVICES[name]
+    assert (ROOT / service["build"]["dockerfile"]).is_file()
+    assert service["environment"]["DOCKYARD_MODE"] == "production"
+    assert service["environment"]["DATABASE_URL"].startswith("postgres://")
+    assert service["environment"]["CELERY_BROKER_URL"].startswith("redis://")
+
+
+def test_web_uses_a_real_wsgi_server_after_migrations():
+    web = SERVICES["web"]
+    assert web["command"][0] == "gunicorn" and "runserver" not in web["command"]
+    assert importlib.import_module(web["command"][1]).application is not None
+    assert web["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert SERVICES["migrate"]["command"][-2:] == ["migrate", "--noinput"]
+
+
+@pytest.mark.parametrize("name", ["worker", "beat"])
+def test_celery_services_point_at_the_project_app(name):
+    command = SERVICES[name]["command"]
+    assert command[:3] == ["celery", "-A", "controlplane"] and command[3] == name
+    assert importlib.import_module("controlplane").celery_app.main == "controlplane"
+
+
+@pytest.mark.parametrize("program", ["gunicorn", "celery"])
+def test_programs_the_compose_file_runs_are_installed(program):
+    assert shutil.which(program, path=str(Path(sys.executable).parent)), program
+
+
+def test_every_variable_the_compose_file_passes_is_read_by_settings():
+    settings_source = (ROOT / "controlplane" / "settings.py").read_text()
+    for name in SERVICES["web"]["environment"]:
+        assert f'"{name}"' in settings_source, name
+
+
+def test_production_mode_refuses_development_secrets():
+    env = {**os.environ, "DOCKYARD_MODE": "production", "SECRET_KEY": "", "FIELD_ENCRYPTION_KEYS": ""}
+    result = subprocess.run(
+        [sys.executable, "-c", "import controlplane.settings"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode != 0 and "SECRET_KEY must be set in production mode" in result.stderr
+
+
+def test_production_mode_turns_off_debug_and_local_compute():
+    env = {
+        **os.environ, "DOCKYARD_MODE": "production", "SECRET_KEY": "x" * 50, "DEBUG": "",
+        "FIELD_ENCRYPTION_KEYS": "cHJvZHVjdGlvbi10ZXN0LWtleS1wcm9kdWN0aW9uLTAx", "DOCKYARD_LOCAL_COMPUTE": "",
+    }
+    code = "import controlplane.settings as s; print(s.DEBUG, s.DOCKYARD_LOCAL_COMPUTE, s.SESSION_COOKIE_SECURE)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.stdout.split() == ["False", "False", "True"], result.stderr

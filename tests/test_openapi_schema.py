@@ -1,0 +1,102 @@
+"""The served OpenAPI schema and docs: no generation warnings, the contract's errors and lists, local assets only."""
+import re
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from drf_spectacular.drainage import GENERATOR_STATS
+from rest_framework.test import APIClient
+
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+
+@pytest.fixture
+def openapi(db) -> dict:
+    response = APIClient().get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/vnd.oai.openapi+json")
+    return response.json()
+
+
+def operations(schema: dict):
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            yield method.upper(), path, operation
+
+
+def body_schema(response: dict) -> dict:
+    return response["content"]["application/json"]["schema"]
+
+
+def resolve(schema: dict, node: dict) -> dict:
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def test_schema_generates_without_warnings(tmp_path):
+    GENERATOR_STATS.reset()  # warnings are counted per process; count only this generation's
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
+
+
+def test_bearer_tokens_are_an_http_bearer_scheme(openapi):
+    assert openapi["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    assert all({"bearerAuth": []} in operation["security"] for _, _, operation in operations(openapi))
+
+
+def test_error_component_is_the_contracts_error_shape(openapi):
+    error = resolve(openapi, ERROR_REF)
+    body = resolve(openapi, error["properties"]["error"])
+    detail = resolve(openapi, body["properties"]["details"]["items"])
+    assert error["required"] == ["error"]
+    assert sorted(body["required"]) == ["code", "details", "message"]
+    assert sorted(detail["required"]) == ["message", "target"]
+
+
+def test_every_operation_documents_its_errors(openapi):
+    for method, path, operation in operations(openapi):
+        responses = operation["responses"]
+        expected = {"401", "429"} | ({"400", "403", "409"} if method in ("POST", "PATCH", "DELETE") else set())
+        expected |= {"404"} if "{" in path else set()
+        expected |= {"412"} if method in ("PATCH", "DELETE") and not path.startswith("/api/v1/tokens/") else set()
+        assert expected <= set(responses), (method, path, sorted(responses))
+        assert all(body_schema(responses[code]) == ERROR_REF for code in expected), (method, path)
+    assert "Retry-After" in openapi["paths"]["/api/v1/workspaces/"]["get"]["responses"]["429"]["headers"]
+
+
+def test_lists_document_the_envelope(openapi):
+    for method, path, operation in operations(openapi):
+        if method != "GET" or path.endswith("}/"):
+            continue
+        envelope = resolve(openapi, body_schema(operation["responses"]["200"]))
+        assert {"count", "next", "previous", "results"} <= set(envelope["properties"]), path
+        assert envelope["properties"]["results"]["type"] == "array", path
+
+
+def test_computes_are_polymorphic_by_type(openapi):
+    compute = resolve(openapi, {"$ref": "#/components/schemas/Compute"})
+    mapping = compute["discriminator"]["mapping"]
+    assert compute["discriminator"]["propertyName"] == "type"
+    assert {"kubernetes", "amlcompute", "computeinstance", "virtualmachine", "local"} <= set(mapping)
+    assert "local" not in resolve(openapi, {"$ref": "#/components/schemas/ComputeRequest"})["discriminator"]["mapping"]
+
+
+def test_deleting_a_compute_answers_202_with_the_compute_and_others_204(openapi):
+    for method, path, operation in operations(openapi):
+        if method != "DELETE":
+            continue
+        if path == "/api/v1/workspaces/{workspace_name}/computes/{name}/":
+            assert body_schema(operation["responses"]["202"]) == {"$ref": "#/components/schemas/Compute"}
+            assert "204" not in operation["responses"]
+        else:
+            assert "204" in operation["responses"] and "content" not in operation["responses"]["204"], path
+
+
+@pytest.mark.django_db
+def test_docs_load_only_local_assets():
+    html = APIClient().get("/api/v1/docs/").content.decode()
+    assets = re.findall(r"""(?:src|href)=["']([^"']+)""", html)
+    assert assets and all(asset.startswith("/static/") for asset in assets), assets
+    assert all(finders.find(asset.removeprefix("/static/")) for asset in assets), assets
+    assert not re.search(r"https?://", html)
+    assert '"validatorUrl": null' in html  # no badge fetched from validator.swagger.io

@@ -1,0 +1,121 @@
+"""Property-based tests over the served OpenAPI schema: no 5xx, and every response is what the schema says."""
+import itertools
+import zlib
+
+import hypothesis
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, transaction
+from rest_framework.throttling import SimpleRateThrottle
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from compute.services import compute_create
+from controlplane.wsgi import application
+from workspaces.services import token_create
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+# Small and fixed, so a run is bounded (under a minute on two cores) and reproducible.
+CONFIG = {
+    "seed": 20260601,
+    "generation": {"max-examples": 25, "deterministic": True, "database": "none", "with-security-parameters": False},
+    "phases": {"stateful": {"enabled": False}},
+    # The coverage phase's boundary cases for nine compute types' bodies are ~1500 requests: fuzzing is enough there.
+    "operations": [
+        {
+            "include-path": "/api/v1/workspaces/{workspace_name}/computes/",
+            "include-method": "POST",
+            "phases": {"coverage": {"enabled": False}},
+        }
+    ],
+}
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+current-context: dev
+clusters: [{name: dev, cluster: {server: "https://10.0.0.1:6443"}}]
+users: [{name: dev, user: {token: t0ken}}]
+contexts: [{name: dev, context: {cluster: dev, user: dev, namespace: ml}}]
+"""
+COMPUTES = [
+    {"name": "k8s", "type": "kubernetes", "kubeconfig": KUBECONFIG, "namespace": "ml"},
+    {"name": "cpu-cluster", "type": "amlcompute", "max_instances": 4},
+    {"name": "notebook", "type": "computeinstance", "idle_time_before_shutdown_minutes": 30},
+    {"name": "vm", "type": "virtualmachine", "address": "10.0.0.5", "admin_username": "azureuser", "admin_password": "pw"},
+    {"name": "dbx", "type": "databricks", "workspace_url": "https://adb-1.azuredatabricks.net", "access_token": "dapi1"},
+]
+# Path parameters aimed at records that exist, so most cases get past the 404 and reach the real work.
+EXISTING = {
+    "workspace_name": ["team-a"],
+    "name": ["k8s", "cpu-cluster", "notebook", "vm", "dbx", "local"],
+    "username": ["olivia", "reader-user", "contributor-user"],
+}
+WORKSPACE_DETAIL = "/api/v1/workspaces/{name}/"
+CASE_NUMBERS = itertools.count()
+
+
+@pytest.fixture
+def fast_passwords(settings):
+    """Five users per operation with the real hasher would take most of the test's time."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def records(fast_passwords, db, monkeypatch, users, workspace):
+    """A workspace full of computes behind the API, which answers as often as it is asked."""
+    # Thousands of requests from one user would otherwise meet the real rate limit.
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"anon": "100000/min", "user": "100000/min"})
+    # Django's test client does this too: closing "old" connections would end the test's transaction.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    for body in COMPUTES:
+        compute_create(user=users["owner"], workspace=workspace, data=body)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def token(users):
+    """The owner's token: its id is a real `{id}`, its value the bearer."""
+    return token_create(user=users["owner"], name="schemathesis")
+
+
+# Loaded at collection from the served endpoint (no database needed to describe the API).
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application, config=schemathesis.Config.from_dict(CONFIG))
+
+
+def aim_at_existing(case, existing: dict) -> None:
+    """Point three in four path values at existing records; a stable hash keeps the choice reproducible."""
+    for name, value in case.path_parameters.items():
+        choices = ["team-a"] if (case.path, name) == (WORKSPACE_DETAIL, "name") else existing.get(name)
+        digest = zlib.crc32(repr(value).encode())
+        if choices and digest % 4:
+            case.path_parameters[name] = choices[digest // 4 % len(choices)]
+
+
+@schema.parametrize()
+# The records fixture is per operation on purpose; each case rolls its own changes back instead.
+@hypothesis.settings(suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+def test_api_conforms_to_its_schema(case, token):
+    record, raw = token
+    aim_at_existing(case, {**EXISTING, "id": [record.pk]})
+    # One case in ten goes without credentials, so the 401s are checked against the schema too.
+    headers = {} if next(CASE_NUMBERS) % 10 == 0 else {"Authorization": f"Bearer {raw}"}
+    # Each case starts from the same records: a DELETE must not hide the workspace from the cases after it.
+    with transaction.atomic():
+        response = case.call(headers=headers)
+        transaction.set_rollback(True)
+    case.validate_response(response, checks=CHECKS, headers=headers)

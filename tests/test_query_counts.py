@@ -1,0 +1,76 @@
+"""The number of SQL queries of a list is small and does not grow with the page size."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from compute.choices import ComputeType
+from compute.tests.factories import ComputeTargetFactory
+from workspaces.tests.factories import (
+    ApiTokenFactory,
+    AuditEventFactory,
+    MembershipFactory,
+    UserFactory,
+    WorkspaceFactory,
+)
+
+WS = "/api/v1/workspaces/team-a"
+TYPES = [ComputeType.AMLCOMPUTE, ComputeType.KUBERNETES, ComputeType.VIRTUALMACHINE, ComputeType.COMPUTEINSTANCE]
+
+
+def add_workspaces(n, workspace, owner):
+    for _ in range(n):
+        MembershipFactory(workspace=WorkspaceFactory(created_by=owner), user=owner, role="owner")
+
+
+def add_members(n, workspace, owner):
+    MembershipFactory.create_batch(n, workspace=workspace, role="reader")
+
+
+def add_events(n, workspace, owner):
+    AuditEventFactory.create_batch(n, workspace=workspace, actor=owner)
+
+
+def add_computes(n, workspace, owner):
+    for index in range(n):
+        ComputeTargetFactory(workspace=workspace, created_by=owner if index % 2 else UserFactory(), type=TYPES[index % len(TYPES)])
+
+
+def add_tokens(n, workspace, owner):
+    ApiTokenFactory.create_batch(n, user=owner)
+
+
+# (its URL, how to add rows, the most queries it may take: token, [workspace, role,] count, page)
+LISTS = [
+    pytest.param("/api/v1/workspaces/", add_workspaces, 3, id="workspaces"),
+    pytest.param(f"{WS}/members/", add_members, 5, id="members"),
+    pytest.param(f"{WS}/events/", add_events, 5, id="events"),
+    pytest.param(f"{WS}/computes/", add_computes, 5, id="computes"),
+    pytest.param("/api/v1/tokens/", add_tokens, 3, id="tokens"),
+]
+
+
+@pytest.mark.parametrize("url, add_rows, most", LISTS)
+def test_list_takes_few_queries(url, add_rows, most, owner_api, owner, workspace, django_assert_max_num_queries):
+    add_rows(20, workspace, owner)
+    owner_api.get(url)  # the first use of a token records it; that write is not the list's
+    with django_assert_max_num_queries(most):
+        response = owner_api.get(url)
+    assert response.status_code == 200
+    assert response.json()["count"] >= 20
+
+
+@pytest.mark.parametrize("url, add_rows, most", LISTS)
+def test_queries_do_not_grow_with_the_page(url, add_rows, most, owner_api, owner, workspace):
+    def queries_for_a_page() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = owner_api.get(url, {"page_size": 100})
+        assert response.status_code == 200
+        return len(captured), len(response.json()["results"])
+
+    add_rows(5, workspace, owner)
+    owner_api.get(url)
+    few, shown_few = queries_for_a_page()
+    add_rows(55, workspace, owner)
+    many, shown_many = queries_for_a_page()
+    assert shown_many - shown_few == 55
+    assert many == few, (few, many)

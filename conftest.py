@@ -7,6 +7,8 @@ from workspaces.choices import Role
 from workspaces.models import Membership
 from workspaces.services import token_create, workspace_create
 
+pytest_plugins = ["tests.fake_kube.fixtures"]
+
 ROLES = ("anonymous", "outsider", "reader", "contributor", "owner", "staff")
 
 

@@ -1,6 +1,6 @@
 """Benchmark: the compute list through the whole API stack, against a bare Django view returning the same bytes.
 
-Run from the repository root:  DATABASE_URL=postgres://... .venv/bin/python bench/api_list.py [--rounds N] [--profile]
+Run:  DATABASE_URL=postgres://... .venv/bin/python bench/api_list.py [--rounds N] [--profile [tottime]]
 It creates a throwaway database (test_<name>), fills one workspace with 100 computes of mixed types, then times
 GET /api/v1/workspaces/{ws}/computes/?page_size=100 with a bearer token and GET /bench/bare/ (a plain Django view
 answering the precomputed body) through the same Django test client, interleaved, and prints medians, p90s and
@@ -149,21 +149,24 @@ def report(api: list[float], bare: list[float], queries: int, sql: float) -> Non
     print(f"  ratio     : {ratio:.2f}x (goal <= {GOAL:.0f}x) {'OK' if ratio <= GOAL else 'ABOVE GOAL'}")
 
 
-def profile(client: Client, auth: dict, requests: int = 100) -> None:
-    """cProfile of the API path alone, the 25 most expensive functions by cumulative time."""
+def profile(client: Client, auth: dict, sort: str, requests: int = 100) -> None:
+    """cProfile of the API path alone: the 25 most expensive functions."""
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(requests):
         client.get(API_URL, **auth)
     profiler.disable()
-    pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(25)
+    pstats.Stats(profiler).sort_stats(sort).print_stats(25)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--profile", action="store_true", help="also print a cProfile of the API path")
+    parser.add_argument(
+        "--profile", nargs="?", const="cumulative", choices=["cumulative", "tottime"],
+        help="also print a cProfile of the API path, sorted by cumulative (default) or own time",
+    )
     args = parser.parse_args()
 
     setup_test_environment()  # ALLOWED_HOSTS gets "testserver", as for the test client
@@ -182,7 +185,7 @@ def main() -> None:
             api, bare = measure(client, auth, args.rounds, args.warmup)
             report(api, bare, query_count, sql_round_trips(client, auth))
             if args.profile:
-                profile(client, auth)
+                profile(client, auth, args.profile)
     finally:
         teardown_databases(databases, verbosity=0)
 

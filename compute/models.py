@@ -30,7 +30,46 @@ def validate_compute_name(value: str) -> None:
         raise ValidationError(f"Name '{value}' is reserved for the built-in local compute.")
 
 
-class ComputeTarget(models.Model):
+class Reconciled(models.Model):
+    """Desired-vs-observed bookkeeping shared by every record a reconciler brings into a cluster."""
+
+    provisioning_state = models.CharField(
+        max_length=16, choices=ProvisioningState.choices, default=ProvisioningState.CREATING
+    )
+    provisioning_errors = models.JSONField(default=list, blank=True)
+    generation = models.PositiveBigIntegerField(default=1)
+    observed_generation = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Cluster(models.Model):
+    """One Kubernetes API server, shared by every compute that attaches it; holds what was observed there."""
+
+    server = models.CharField(max_length=500, unique=True)
+    # The credentials of the attachment that most recently passed its checks: they manage cluster-scoped objects.
+    credentials_encrypted = models.TextField(blank=True, default="")
+    version = models.CharField(max_length=64, blank=True)
+    crd_installed = models.BooleanField(default=False)
+    nodes = models.JSONField(default=list, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.server
+
+    @property
+    def credentials(self) -> dict:
+        return decrypt_json(self.credentials_encrypted)
+
+    @credentials.setter
+    def credentials(self, value: dict) -> None:
+        self.credentials_encrypted = encrypt_json(value)
+
+
+class ComputeTarget(Reconciled):
     """A compute target of a workspace; type-specific settings in `properties`, secrets encrypted."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="computes")
@@ -43,12 +82,8 @@ class ComputeTarget(models.Model):
     # Fernet token of a JSON map (kubeconfig, keys, passwords); never serialised.
     secrets_encrypted = models.TextField(blank=True, default="")
     secret_fields = models.JSONField(default=list, blank=True)
-    provisioning_state = models.CharField(
-        max_length=16, choices=ProvisioningState.choices, default=ProvisioningState.CREATING
-    )
-    provisioning_errors = models.JSONField(default=list, blank=True)
-    generation = models.PositiveBigIntegerField(default=1)
-    observed_generation = models.PositiveBigIntegerField(default=0)
+    cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.SET_NULL, related_name="computes")
+    checked_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -69,3 +104,31 @@ class ComputeTarget(models.Model):
     def secrets(self, value: dict) -> None:
         self.secrets_encrypted = encrypt_json(value)
         self.secret_fields = sorted(key for key, item in value.items() if item)
+
+
+class InstanceType(Reconciled):
+    """A named pod shape on a cluster: the `InstanceType` CR's spec, kept in canonical strings."""
+
+    class Source(models.TextChoices):
+        DOCKYARD = "dockyard"
+        CLUSTER = "cluster"  # created with kubectl and imported; editing it adopts it
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="instance_types")
+    name = models.CharField(max_length=253)
+    node_selector = models.JSONField(default=dict, blank=True)
+    requests = models.JSONField(default=dict)
+    limits = models.JSONField(default=dict)
+    gpu = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.DOCKYARD)
+    # What the cluster's copy looked like at the last reconcile or resync (for drift display).
+    observed_spec = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="instancetype_unique_name")]
+
+    def __str__(self):
+        return f"{self.cluster_id}/{self.name}"

@@ -5,8 +5,9 @@ from django.utils import timezone
 
 from workspaces.models import Workspace
 
-from . import capabilities, vmsizes
-from .models import ComputeTarget
+from . import capabilities, quantities, shapes, vmsizes
+from .manifests import GPU, instance_type_manifest
+from .models import ComputeTarget, InstanceType
 
 
 def compute_list(*, workspace: Workspace, load_creators: bool = True) -> QuerySet[ComputeTarget]:
@@ -54,3 +55,68 @@ def local_compute() -> dict | None:
         "provisioning_state": "Succeeded", "provisioning_errors": [], "secrets_set": [],
         "created_by": None, "created_on": None, "updated_on": None,
     }
+
+
+def _fitting_nodes(shape: shapes.Shape, selector: dict, nodes: list[dict]) -> list[str]:
+    try:
+        return [node["name"] for node in nodes if shapes.fits(shape, selector, node)]
+    except quantities.QuantityError:  # an imported CR with values Dockyard would refuse fits nowhere
+        return []
+
+
+def _manifest(compute: ComputeTarget, shape: shapes.Shape) -> dict:
+    return instance_type_manifest(
+        name=shape.name, node_selector=shape.node_selector, requests=shape.requests,
+        limits={**shape.limits, GPU: shape.gpu}, cluster_id=compute.cluster_id,
+    )
+
+
+def _instance_type_row(compute: ComputeTarget, shape: shapes.Shape, record: InstanceType | None, nodes: list[dict]) -> dict:
+    """An instance type as the API shows it for one attachment: shape, source, state, fit, rendered CR, drift."""
+    selector = shapes.effective_selector(shape, compute.properties.get("node_selector") or {})
+    fitting = _fitting_nodes(shape, selector, nodes)
+    ours = record is not None and record.source == InstanceType.Source.DOCKYARD
+    manifest = _manifest(compute, shape) if ours else None  # the built-in is no CR; imported ones are the cluster's
+    observed = record.observed_spec if record else None
+    drifted = bool(ours and observed is not None and record.provisioning_state == "Succeeded" and observed != manifest["spec"])
+    warnings = [] if fitting or not nodes else [f"No node can host '{shape.name}' today (selector or size); it is saved anyway, as clusters autoscale."]
+    return {
+        "name": shape.name, "nodeSelector": shape.node_selector, "resources": shape.resources(),
+        "effective_node_selector": selector,
+        "source": record.source if record else "builtin",
+        "provisioning_state": record.provisioning_state if record else "Succeeded",
+        "provisioning_errors": record.provisioning_errors if record else [],
+        "status": {"observed_spec": observed, "drifted": drifted},
+        "fits_nodes": fitting, "warnings": warnings, "manifest": manifest,
+        "created_on": record.created_at if record else None, "updated_on": record.updated_at if record else None,
+    }
+
+
+def instance_type_list(*, compute: ComputeTarget) -> list[dict]:
+    """The cluster's instance types for this attachment, with the built-in default unless a record overrides it."""
+    records = list(InstanceType.objects.filter(cluster_id=compute.cluster_id)) if compute.cluster_id else []
+    nodes = compute.cluster.nodes if compute.cluster_id else []
+    rows = [_instance_type_row(compute, _shape_of(record), record, nodes) for record in records]
+    if not any(record.name == shapes.DEFAULT_NAME for record in records):
+        rows.append(_instance_type_row(compute, shapes.DEFAULT_SHAPE, None, nodes))
+    return sorted(rows, key=lambda row: row["name"])
+
+
+def instance_type_get(*, compute: ComputeTarget, name: str) -> dict | None:
+    return next((row for row in instance_type_list(compute=compute) if row["name"] == name), None)
+
+
+def _shape_of(record: InstanceType) -> shapes.Shape:
+    return shapes.Shape(record.name, record.node_selector, record.requests, record.limits, record.gpu)
+
+
+def node_list(*, compute: ComputeTarget) -> list[dict]:
+    """The cluster's nodes as last synced, each with the instance types it can host for this attachment."""
+    if not compute.cluster_id:
+        return []
+    types = instance_type_list(compute=compute)
+    return [
+        {**{key: node[key] for key in ("name", "labels", "taints", "ready", "allocatable")},
+         "instance_types": [row["name"] for row in types if node["name"] in row["fits_nodes"]]}
+        for node in compute.cluster.nodes
+    ]

@@ -2,15 +2,16 @@
 from functools import partial
 
 from django.db import transaction
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 
 from controlplane.api import BadRequest, Conflict
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from .choices import ProvisioningState
-from .models import ComputeTarget
+from . import shapes
+from .choices import ComputeType, ProvisioningState
+from .models import Cluster, ComputeTarget, InstanceType
 from .serializers import COMMON_FIELDS, serializer_for
 
 EDITABLE_COMMON = ("description", "tags")
@@ -50,6 +51,7 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
         properties=properties, created_by=user,
     )
     compute.secrets = {key: value for key, value in secrets.items() if value}
+    _link_cluster(compute)
     compute.save()
     audit_record(
         actor=user, action=AuditAction.CREATE, target_type="compute", target_name=compute.name, workspace=workspace,
@@ -57,6 +59,12 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
     )
     _enqueue(compute)
     return compute
+
+
+def _link_cluster(compute: ComputeTarget) -> None:
+    """Attachments of one API server share a Cluster record (and so its instance types)."""
+    if compute.type == ComputeType.KUBERNETES:
+        compute.cluster = Cluster.objects.get_or_create(server=compute.properties["server"])[0]
 
 
 def _stored_body(compute: ComputeTarget) -> dict:
@@ -87,6 +95,7 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     if not changes:
         return compute
     compute.secrets = new_secrets
+    _link_cluster(compute)
     compute.generation += 1
     compute.provisioning_state = ProvisioningState.UPDATING
     compute.save()
@@ -111,3 +120,126 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
         )
     _enqueue(compute)
     return compute
+
+
+def _enqueue_instance_type(record: InstanceType) -> None:
+    from .tasks import reconcile_instance_type
+
+    transaction.on_commit(partial(reconcile_instance_type.delay, record.pk), robust=True)
+
+
+def cluster_of(compute: ComputeTarget) -> Cluster:
+    """The cluster behind a Kubernetes compute; other types have no instance types."""
+    if compute.type != ComputeType.KUBERNETES or compute.cluster_id is None:
+        raise BadRequest(
+            f"Compute '{compute.name}' is of type {compute.type}; instance types belong to kubernetes computes.",
+            code="UnsupportedComputeType", target="compute",
+        )
+    return compute.cluster
+
+
+def _shapes(compute: ComputeTarget, body: object) -> list[shapes.Shape]:
+    try:
+        return shapes.parse_body(body, compute.properties.get("node_selector") or {})
+    except shapes.ShapeErrors as exc:
+        details = [{"target": path, "message": message} for path, message in exc.errors]
+        message = f"{details[0]['target']}: {details[0]['message']}" if details[0]["target"] else details[0]["message"]
+        raise BadRequest(message, code="InvalidInstanceType", details=details) from None
+
+
+def _shape_fields(shape: shapes.Shape) -> dict:
+    return {"node_selector": shape.node_selector, "requests": shape.requests, "limits": shape.limits, "gpu": shape.gpu}
+
+
+def _audit_instance_type(user, compute: ComputeTarget, action: str, name: str, changes: dict | None = None) -> None:
+    audit_record(
+        actor=user, action=action, target_type="instancetype", target_name=f"{compute.name}/{name}",
+        workspace=compute.workspace, changes=changes,
+    )
+
+
+@transaction.atomic
+def instance_types_create(*, user, compute: ComputeTarget, body: object) -> list[InstanceType]:
+    """Create one instance type or a whole InstanceTypeList: all or nothing."""
+    cluster = cluster_of(compute)
+    new = _shapes(compute, body)
+    taken = sorted(InstanceType.objects.filter(cluster=cluster, name__in=[s.name for s in new]).values_list("name", flat=True))
+    if taken:
+        raise Conflict(f"Instance type(s) {', '.join(taken)} already exist on this cluster; use PUT or PATCH to change them.")
+    records = [InstanceType.objects.create(cluster=cluster, name=s.name, created_by=user, **_shape_fields(s)) for s in new]
+    for record in records:
+        _audit_instance_type(user, compute, AuditAction.CREATE, record.name, changed_fields({}, _shape_fields(shapes_of(record))))
+        _enqueue_instance_type(record)
+    return records
+
+
+def shapes_of(record: InstanceType) -> shapes.Shape:
+    return shapes.Shape(record.name, record.node_selector, record.requests, record.limits, record.gpu)
+
+
+def _merged(current: dict, patch: dict) -> dict:
+    """JSON merge patch (RFC 7386): maps merge, null removes."""
+    result = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = _merged(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+@transaction.atomic
+def instance_type_update(*, user, compute: ComputeTarget, name: str, body: object, partial: bool) -> InstanceType:
+    """Replace (PUT) or merge-patch (PATCH) an instance type; editing an imported one adopts it; PUT may create."""
+    cluster = cluster_of(compute)
+    record = InstanceType.objects.select_for_update().filter(cluster=cluster, name=name).first()
+    if not isinstance(body, dict):
+        raise BadRequest("The body must be a mapping.", code="InvalidInstanceType", target="")
+    if record is None and (partial and name != shapes.DEFAULT_NAME):
+        raise NotFound(f"Instance type '{name}' does not exist on this cluster.")
+    base = _body_of_shape(shapes_of(record)) if record else {"name": name, "resources": shapes.DEFAULT_SHAPE.resources()}
+    document = _merged(base, body) if partial else {**body, "name": body.get("name", name)}
+    (shape,) = _shapes(compute, document)
+    if shape.name != name:
+        raise BadRequest("The name of an instance type cannot be changed.", code="ImmutableField", target="name")
+    if record is None:
+        return instance_types_create(user=user, compute=compute, body=_body_of_shape(shape))[0]
+    before = _shape_fields(shapes_of(record))
+    changes = changed_fields(before, _shape_fields(shape))
+    adopt = record.source == InstanceType.Source.CLUSTER
+    if not changes and not adopt:
+        return record
+    for key, value in _shape_fields(shape).items():
+        setattr(record, key, value)
+    record.source = InstanceType.Source.DOCKYARD
+    record.generation += 1
+    record.provisioning_state = ProvisioningState.UPDATING
+    record.save()
+    _audit_instance_type(user, compute, AuditAction.UPDATE, name, changes)
+    _enqueue_instance_type(record)
+    return record
+
+
+def _body_of_shape(shape: shapes.Shape) -> dict:
+    return {"name": shape.name, "nodeSelector": shape.node_selector, "resources": shape.resources()}
+
+
+@transaction.atomic
+def instance_type_delete(*, user, compute: ComputeTarget, name: str) -> InstanceType:
+    """Mark an instance type Deleting; reconcile deletes its CR, then the record (the built-in default returns)."""
+    cluster = cluster_of(compute)
+    record = InstanceType.objects.select_for_update().filter(cluster=cluster, name=name).first()
+    if record is None:
+        if name == shapes.DEFAULT_NAME:
+            raise BadRequest("The built-in defaultinstancetype cannot be deleted; create one with this name to override it.",
+                             code="BuiltInInstanceType", target="name")
+        raise NotFound(f"Instance type '{name}' does not exist on this cluster.")
+    if record.provisioning_state != ProvisioningState.DELETING:
+        record.provisioning_state = ProvisioningState.DELETING
+        record.generation += 1
+        record.save(update_fields=["provisioning_state", "generation", "updated_at"])
+        _audit_instance_type(user, compute, AuditAction.DELETE, name)
+    _enqueue_instance_type(record)
+    return record

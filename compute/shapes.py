@@ -199,3 +199,32 @@ def parse_body(body: object, extension_selector: dict[str, str] | None = None) -
 def effective_selector(shape: Shape, extension_selector: dict[str, str]) -> dict[str, str]:
     """Extension ∪ instance type: pods must match both (the seed's AND)."""
     return {**extension_selector, **shape.node_selector}
+
+
+def node_summary(node: dict) -> dict:
+    """What fit needs of a Node object: labels, taints, readiness and allocatable in exact units."""
+    status = node.get("status") or {}
+    allocatable = status.get("allocatable") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    millicores = int(quantities.parse(allocatable.get("cpu", "0")) * 1000)
+    memory = int(quantities.parse(allocatable.get("memory", "0")))
+    return {
+        "name": node["metadata"]["name"],
+        "labels": node["metadata"].get("labels") or {},
+        "taints": (node.get("spec") or {}).get("taints") or [],
+        "ready": ready,
+        "allocatable": {"cpu": quantities.format_cpu(millicores), "memory": quantities.format_memory(memory), GPU: int(quantities.parse(allocatable.get(GPU, "0")))},
+        "capacity_units": {"millicores": millicores, "memory_bytes": memory},
+    }
+
+
+def fits(shape: Shape, selector: dict[str, str], node: dict) -> bool:
+    """Can this node host a pod of this shape: labels match the effective selector, limits fit allocatable."""
+    if any(node["labels"].get(key) != value for key, value in selector.items()):
+        return False
+    units = node["capacity_units"]
+    return (
+        shape.millicores()[1] <= units["millicores"]
+        and shape.memory()[1] <= units["memory_bytes"]
+        and shape.gpu <= node["allocatable"][GPU]
+    )

@@ -1,29 +1,71 @@
-"""Thin Celery tasks: take the row lock, call reconcile; the resync safety net."""
+"""Thin Celery tasks: take the row lock, call reconcile, sort errors; the resync safety net."""
+import random
+from datetime import timedelta
+
 from celery import shared_task
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
+from django.utils import timezone
 
-from . import reconcile
-from .choices import ProvisioningState
-from .models import ComputeTarget
+from . import kube, reconcile
+from .choices import ComputeType, ProvisioningState
+from .models import Cluster, ComputeTarget, InstanceType
+
+MAX_BACKOFF = 300
 
 
-@shared_task(acks_late=True)
-def reconcile_compute(compute_id: int) -> None:
-    """Reconcile one compute; skip it if gone or if another worker holds it (resync retries)."""
+def backoff(retries: int, retry_after: float | None) -> float:
+    """Exponential backoff with jitter, never shorter than the server's Retry-After."""
+    delay = min(2**retries, MAX_BACKOFF) * random.uniform(0.5, 1.5)
+    return max(delay, retry_after or 0)
+
+
+def locked_run(task, model, pk: int, action) -> None:
+    """Run `action(row)` under the row lock (skip if gone or busy); retry transient cluster errors after commit."""
+    failure = None
     with transaction.atomic():
-        compute = ComputeTarget.objects.select_for_update(skip_locked=True).filter(pk=compute_id).first()
-        if compute is not None:
-            reconcile.reconcile_compute(compute)
+        row = model.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+        try:
+            if row is not None:
+                action(row)
+        except kube.KubeTransient as exc:
+            failure = exc  # keep the status already written; retry outside the transaction
+    if failure is not None:
+        raise task.retry(countdown=backoff(task.request.retries, failure.retry_after), exc=failure)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=10)
+def reconcile_compute(self, compute_id: int) -> None:
+    """Reconcile one compute record."""
+    locked_run(self, ComputeTarget, compute_id, reconcile.reconcile_compute)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=10)
+def reconcile_instance_type(self, instance_type_id: int) -> None:
+    """Reconcile one instance type's CR."""
+    locked_run(self, InstanceType, instance_type_id, reconcile.reconcile_instance_type)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=5)
+def sync_cluster(self, cluster_id: int) -> None:
+    """Resync one cluster (drift, imports, garbage, nodes) and reconcile the instance types that need it."""
+    behind: list[int] = []
+    locked_run(self, Cluster, cluster_id, lambda cluster: behind.extend(reconcile.sync_cluster(cluster)))
+    for pk in behind:
+        reconcile_instance_type.delay(pk)
 
 
 @shared_task(acks_late=True)
 def resync() -> int:
-    """Re-enqueue records that are behind or being deleted; returns how many."""
-    behind = ComputeTarget.objects.filter(
-        Q(observed_generation__lt=F("generation")) | Q(provisioning_state=ProvisioningState.DELETING)
-    ).values_list("pk", flat=True)
-    ids = list(behind)
-    for compute_id in ids:
-        reconcile_compute.delay(compute_id)
-    return len(ids)
+    """Re-enqueue what is behind, deleting or due a check, and resync every attached cluster; returns the count."""
+    due = timezone.now() - timedelta(seconds=settings.DOCKYARD_CLUSTER_CHECK_SECONDS)
+    pending = Q(observed_generation__lt=F("generation")) | Q(provisioning_state=ProvisioningState.DELETING)
+    check = Q(type=ComputeType.KUBERNETES) & (~Q(provisioning_state=ProvisioningState.SUCCEEDED) | Q(checked_at__lt=due) | Q(checked_at=None))
+    computes = list(ComputeTarget.objects.filter(pending | check).values_list("pk", flat=True))
+    clusters = list(Cluster.objects.filter(computes__isnull=False).distinct().values_list("pk", flat=True))
+    for pk in computes:
+        reconcile_compute.delay(pk)
+    for pk in clusters:
+        sync_cluster.delay(pk)
+    return len(computes) + len(clusters)

@@ -13,7 +13,7 @@ from rest_framework import status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from controlplane.api import BadRequest, ETagMixin, etag_of
+from controlplane.api import BadRequest, ETagMixin, PreconditionFailed, etag_of
 from controlplane.schema import list_envelope
 from workspaces.views import WorkspaceScopedMixin
 
@@ -24,7 +24,9 @@ from .serializers import (
     SERIALIZERS,
     ComputeSerializer,
     ComputeTypeSerializer,
+    InstanceTypeSerializer,
     LocalComputeSerializer,
+    NodeSerializer,
     VmSeriesSerializer,
 )
 
@@ -152,3 +154,91 @@ class ComputeTypeView(APIView):
     def get(self, request):
         data = ComputeTypeSerializer(selectors.compute_type_list(), many=True).data
         return Response({"count": len(data), "next": None, "previous": None, "results": data})
+
+
+class ComputeScopedMixin(WorkspaceScopedMixin):
+    """Resolves `{compute_name}` under a workspace (404 if unknown)."""
+
+    @property
+    def compute(self) -> ComputeTarget:
+        if not hasattr(self, "_compute"):
+            try:
+                self._compute = selectors.compute_get(workspace=self.workspace, name=self.kwargs["compute_name"])
+            except ComputeTarget.DoesNotExist:
+                raise Http404 from None
+        return self._compute
+
+
+def _envelope(rows: list) -> dict:
+    return {"count": len(rows), "next": None, "previous": None, "results": rows}
+
+
+@extend_schema_view(
+    list=extend_schema(responses=list_envelope(InstanceTypeSerializer, "PaginatedInstanceTypeList")),
+    retrieve=extend_schema(responses=InstanceTypeSerializer),
+    create=extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}),
+    update=extend_schema(request=OpenApiTypes.OBJECT, responses=InstanceTypeSerializer),
+    partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=InstanceTypeSerializer),
+    destroy=extend_schema(responses={202: InstanceTypeSerializer}),
+)
+class InstanceTypeViewSet(ComputeScopedMixin, viewsets.ViewSet):
+    """Instance types of a Kubernetes compute's cluster; POST takes an InstanceType, an InstanceTypeList or the flat form."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    serializer_class = InstanceTypeSerializer
+
+    def list(self, request, *args, **kwargs):
+        services.cluster_of(self.compute)
+        return Response(_envelope(selectors.instance_type_list(compute=self.compute)))
+
+    def retrieve(self, request, *args, **kwargs):
+        row = self._row(kwargs["name"])
+        return Response(row, headers={"ETag": etag_of(InstanceTypeSerializer(row).data)})
+
+    def create(self, request, *args, **kwargs):
+        records = services.instance_types_create(user=request.user, compute=self.compute, body=plain_body(request.data))
+        rows = [self._row(record.name) for record in records]
+        single = not (isinstance(request.data, dict) and ("items" in request.data or request.data.get("kind") == "InstanceTypeList"))
+        return Response(rows[0] if single else _envelope(rows), status=status.HTTP_201_CREATED)
+
+    def update(self, request, *args, **kwargs):
+        return self._write(request, kwargs["name"], partial=False)
+
+    def partial_update(self, request, *args, **kwargs):
+        return self._write(request, kwargs["name"], partial=True)
+
+    def destroy(self, request, *args, **kwargs):
+        self._check_if_match(kwargs["name"])
+        services.instance_type_delete(user=request.user, compute=self.compute, name=kwargs["name"])
+        return Response(self._row(kwargs["name"]), status=status.HTTP_202_ACCEPTED)
+
+    def _write(self, request, name: str, partial: bool):
+        self._check_if_match(name)
+        services.instance_type_update(user=request.user, compute=self.compute, name=name, body=plain_body(request.data), partial=partial)
+        return Response(self._row(name))
+
+    def _row(self, name: str) -> dict:
+        services.cluster_of(self.compute)
+        row = selectors.instance_type_get(compute=self.compute, name=name)
+        if row is None:
+            raise Http404
+        return row
+
+    def _check_if_match(self, name: str) -> None:
+        expected = self.request.headers.get("If-Match")
+        row = selectors.instance_type_get(compute=self.compute, name=name) if expected else None
+        if row and expected.strip() != "*" and etag_of(InstanceTypeSerializer(row).data) not in {t.strip().removeprefix("W/") for t in expected.split(",")}:
+            raise PreconditionFailed()
+
+
+class NodeView(ComputeScopedMixin, APIView):
+    """The cluster's nodes as last synced, with the instance types each can host."""
+
+    required_access = {"get": "read"}
+    action = "get"
+
+    @extend_schema(responses=list_envelope(NodeSerializer, "PaginatedNodeList"))
+    def get(self, request, *args, **kwargs):
+        services.cluster_of(self.compute)
+        return Response(_envelope(selectors.node_list(compute=self.compute)))

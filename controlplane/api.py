@@ -33,10 +33,11 @@ class BadRequest(exceptions.APIException):
     status_code = status.HTTP_400_BAD_REQUEST
     default_code = "BadRequest"
 
-    def __init__(self, message: str, *, code: str = "BadRequest", target: str | None = None):
+    def __init__(self, message: str, *, code: str = "BadRequest", target: str | None = None, details: list | None = None):
         super().__init__(message, code)
         self.error_code = code
         self.target = target
+        self.details = details if details is not None else [{"target": target, "message": message}] if target else []
 
 
 STATUS_CODES = {
@@ -119,8 +120,7 @@ def exception_handler(exc, context):
 
 def _error_data(exc, status_code: int) -> dict:
     if isinstance(exc, BadRequest):
-        details = [{"target": exc.target, "message": str(exc.detail)}] if exc.target else []
-        return error_body(status_code, str(exc.detail), details, exc.error_code)
+        return error_body(status_code, str(exc.detail), exc.details, exc.error_code)
     if isinstance(exc, exceptions.ParseError):
         # A body that cannot be read is wrong as a whole: its target is the body itself ("").
         return error_body(status_code, str(exc.detail), [{"target": "", "message": str(exc.detail)}])

@@ -1,7 +1,7 @@
 """OpenAPI generation: the contract's error responses on every operation, typed `{ws}`, list envelopes."""
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import build_parameter_type
-from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 
 from workspaces.models import DNS_LABEL
@@ -41,7 +41,7 @@ PATH_PARAMETERS = {
 
 def list_envelope(child: type[serializers.Serializer], name: str):
     """The `{count, next, previous, results}` shape of an unpaginated catalog, like the paginated lists."""
-    return inline_serializer(
+    envelope = inline_serializer(
         name=name,
         fields={
             "count": serializers.IntegerField(),
@@ -50,6 +50,9 @@ def list_envelope(child: type[serializers.Serializer], name: str):
             "results": child(many=True),
         },
     )
+    # On a viewset's `list` drf-spectacular would wrap the envelope in an array; it is already the list.
+    extend_schema_serializer(many=False)(type(envelope))
+    return envelope
 
 
 class AutoSchema(SpectacularAutoSchema):
@@ -68,12 +71,12 @@ class AutoSchema(SpectacularAutoSchema):
         has_query = bool(self._get_filter_parameters()) or bool(self.get_override_parameters())
         if self.method in UNSAFE_METHODS:
             codes |= {400, 403, 409}
-        elif has_query:
-            codes.add(400)
+        elif has_query or "{compute_name}" in self.path:
+            codes.add(400)  # a bad filter, or asking a compute for what its type cannot do (UnsupportedComputeType)
         if "{" in self.path or (self._is_list_view() and self._get_paginator()):
             codes.add(404)  # an unknown resource, or a page or cursor that does not exist
-        if self.method in ("PUT", "PATCH", "DELETE") and hasattr(self.view, "check_if_match"):
-            codes.add(412)
+        if self.method in ("PUT", "PATCH", "DELETE") and callable(getattr(self.view, "retrieve", None)):
+            codes.add(412)  # what a GET gives an ETag to, If-Match guards (API.md, Concurrency)
         return sorted(codes)
 
     def _error_response(self, code: int, schema: dict) -> dict:

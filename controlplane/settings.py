@@ -216,6 +216,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     )
     (_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
 DOCKYARD_RESYNC_SECONDS = int(os.environ.get("DOCKYARD_RESYNC_SECONDS", "60"))
+# How often an attached cluster's checks (reachable, namespace, rights, CRD) are repeated when it is healthy.
+DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
 }

@@ -1,0 +1,124 @@
+"""Instance types: records → InstanceType CRs, and the cluster resync (drift, import, garbage collection, nodes)."""
+import logging
+
+from django.utils import timezone
+
+from .. import kube, shapes
+from ..choices import ProvisioningState
+from ..manifests import INSTANCE_TYPE_API_VERSION, LABEL_PREFIX, MANAGED_BY, MANAGER, instance_type_manifest
+from ..models import Cluster, InstanceType
+from .computes import cluster_connection
+from .status import problem, record_status
+
+logger = logging.getLogger(__name__)
+
+
+def desired_manifest(record: InstanceType) -> dict:
+    return instance_type_manifest(
+        name=record.name, node_selector=record.node_selector, requests=record.requests,
+        limits={**record.limits, "nvidia.com/gpu": record.gpu}, cluster_id=record.cluster_id,
+    )
+
+
+def reconcile_instance_type(record: InstanceType) -> None:
+    """Apply (or delete) one instance type's CR and record what the cluster answered (caller holds the lock)."""
+    conn = cluster_connection(record.cluster)
+    if conn is None:
+        record_status(record, ProvisioningState.CREATING, [problem("Waiting", "No attachment of this cluster has passed its checks yet.")])
+        return
+    try:
+        if record.provisioning_state == ProvisioningState.DELETING:
+            kube.delete(conn, INSTANCE_TYPE_API_VERSION, "InstanceType", record.name)
+            logger.info("Deleted InstanceType %s", record.name)
+            record.delete()
+            return
+        live = kube.apply(conn, desired_manifest(record))
+    except kube.KubeRejected as exc:
+        record_status(record, ProvisioningState.FAILED, [problem(exc.reason or "Rejected", str(exc))])
+        return
+    record_status(record, ProvisioningState.SUCCEEDED, [], observed_spec=live.get("spec"))
+
+
+def _ours(cr: dict, cluster: Cluster) -> bool:
+    labels = cr["metadata"].get("labels") or {}
+    return labels.get(MANAGED_BY) == MANAGER and labels.get(f"{LABEL_PREFIX}cluster") == str(cluster.pk)
+
+
+def sync_cluster(cluster: Cluster) -> list[int]:
+    """One LIST of InstanceTypes and one of Nodes; fix what differs. Returns the records that need a reconcile."""
+    conn = cluster_connection(cluster)
+    if conn is None:
+        return []
+    live = {cr["metadata"]["name"]: cr for cr in kube.list_objects(conn, INSTANCE_TYPE_API_VERSION, "InstanceType")}
+    _store_nodes(cluster, [shapes.node_summary(node) for node in kube.list_objects(conn, "v1", "Node")])
+    records = {record.name: record for record in cluster.instance_types.all()}
+    behind = [pk for pk in (_compare(record, live.get(name)) for name, record in records.items()) if pk]
+    for name, cr in live.items():
+        if name in records:
+            continue
+        if _ours(cr, cluster):
+            logger.info("Garbage-collected InstanceType %s (no record)", name)
+            kube.delete(conn, INSTANCE_TYPE_API_VERSION, "InstanceType", name)
+        else:
+            _import(cluster, cr)
+    return behind
+
+
+def _compare(record: InstanceType, cr: dict | None) -> int | None:
+    """The record's pk if it needs a reconcile (behind, deleting or drifted); imported records follow the cluster."""
+    if record.provisioning_state == ProvisioningState.DELETING or record.observed_generation < record.generation:
+        return record.pk
+    if record.source == InstanceType.Source.CLUSTER:
+        _follow(record, cr)
+        return None
+    if cr is None or cr.get("spec") != desired_manifest(record)["spec"]:
+        logger.info("InstanceType %s drifted on the cluster; restoring it", record.name)
+        return record.pk
+    return None
+
+
+def _spec_fields(cr: dict) -> dict:
+    """Record fields from a CR written by someone else (kubectl): kept as the cluster has them."""
+    spec = cr.get("spec") or {}
+    resources = spec.get("resources") or {}
+    limits = dict(resources.get("limits") or {})
+    gpu = limits.pop("nvidia.com/gpu", 0)
+    errors = []
+    try:
+        shapes.parse_body(cr)
+    except shapes.ShapeErrors as exc:
+        errors = [problem("InvalidInstanceType", f"{path}: {message}") for path, message in exc.errors]
+    return {
+        "node_selector": spec.get("nodeSelector") or {}, "requests": resources.get("requests") or {},
+        "limits": limits, "gpu": gpu if isinstance(gpu, int) and gpu > 0 else 0, "observed_spec": spec,
+        "provisioning_errors": errors,
+    }
+
+
+def _import(cluster: Cluster, cr: dict) -> None:
+    logger.info("Imported InstanceType %s created on the cluster", cr["metadata"]["name"])
+    InstanceType.objects.create(
+        cluster=cluster, name=cr["metadata"]["name"], source=InstanceType.Source.CLUSTER,
+        provisioning_state=ProvisioningState.SUCCEEDED, observed_generation=1, **_spec_fields(cr),
+    )
+
+
+def _follow(record: InstanceType, cr: dict | None) -> None:
+    if cr is None:
+        logger.info("InstanceType %s was deleted on the cluster; forgetting it", record.name)
+        record.delete()
+        return
+    fields = _spec_fields(cr)
+    changed = [key for key, value in fields.items() if getattr(record, key) != value]
+    for key in changed:
+        setattr(record, key, fields[key])
+    if changed:
+        record.save(update_fields=changed)
+
+
+def _store_nodes(cluster: Cluster, nodes: list[dict]) -> None:
+    nodes = sorted(nodes, key=lambda node: node["name"])
+    if nodes != cluster.nodes:
+        cluster.nodes = nodes
+        cluster.synced_at = timezone.now()
+        cluster.save(update_fields=["nodes", "synced_at"])

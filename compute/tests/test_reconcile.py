@@ -1,0 +1,199 @@
+"""Attach and instance-type reconcile against the fake API server, through the real kubernetes client."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compute import kube, reconcile
+from compute.choices import ProvisioningState
+from compute.manifests import INSTANCE_TYPE_CRD_NAME, MANAGED_BY
+from compute.models import Cluster, ComputeTarget, InstanceType
+from tests.support import assert_error
+
+DATA = Path(__file__).parent / "data"
+GROUP = "amlarc.azureml.com"
+BASE = "/api/v1/workspaces/team-a/computes"
+
+
+@pytest.fixture
+def owner_api(owner_api, workspace):
+    return owner_api
+
+
+@pytest.fixture(autouse=True)
+def fresh_kube_clients():
+    kube._clients.clear()
+    yield
+    kube._clients.clear()
+
+
+def attach(api, fake_kube, name="k8s", **fields):
+    body = {"name": name, "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml(), **fields}
+    response = api.post(f"{BASE}/", body, format="json")
+    assert response.status_code == 201, response.json()
+    compute = ComputeTarget.objects.get(name=name)
+    run_compute(compute)
+    compute.refresh_from_db()
+    return compute
+
+
+def run_compute(compute):
+    reconcile.reconcile_compute(ComputeTarget.objects.get(pk=compute.pk))
+
+
+def run_instance_types(cluster):
+    for record in InstanceType.objects.filter(cluster=cluster):
+        reconcile.reconcile_instance_type(record)
+
+
+def crs(fake_kube) -> dict:
+    return {cr["metadata"]["name"]: cr for cr in fake_kube.list("instancetypes", group=GROUP)}
+
+
+def test_attach_checks_the_cluster_and_installs_the_crd(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    assert compute.provisioning_state == ProvisioningState.SUCCEEDED, compute.provisioning_errors
+    assert fake_kube.get("customresourcedefinitions", INSTANCE_TYPE_CRD_NAME, group="apiextensions.k8s.io")
+    cluster = compute.cluster
+    assert cluster.server == fake_kube.url and cluster.version.startswith("v1.")
+    assert cluster.crd_installed and cluster.credentials["kubeconfig"]
+
+
+def test_missing_namespace_fails_with_a_reason(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube, namespace="team-x")
+    assert compute.provisioning_state == ProvisioningState.FAILED
+    assert "Namespace 'team-x' does not exist" in compute.provisioning_errors[0]["message"]
+
+
+def test_forbidden_credentials_fail_naming_what_is_missing(owner_api, fake_kube):
+    from tests.fake_kube.server import RESTRICTED_TOKEN
+
+    body = {"name": "k8s", "type": "kubernetes", "kubeconfig": yaml.safe_dump(fake_kube.kubeconfig(token=RESTRICTED_TOKEN))}
+    assert owner_api.post(f"{BASE}/", body, format="json").status_code == 201
+    compute = ComputeTarget.objects.get(name="k8s")
+    run_compute(compute)
+    compute.refresh_from_db()
+    assert compute.provisioning_state == ProvisioningState.FAILED
+    assert compute.provisioning_errors[0]["code"] == "Forbidden"
+    assert "patch instancetypes" in compute.provisioning_errors[0]["message"]
+
+
+def test_unreachable_cluster_fails_and_is_retried(owner_api, fake_kube):
+    body = {"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()}
+    owner_api.post(f"{BASE}/", body, format="json")
+    fake_kube.stop()
+    compute = ComputeTarget.objects.get(name="k8s")
+    with pytest.raises(kube.KubeTransient):
+        run_compute(compute)
+    compute.refresh_from_db()
+    assert compute.provisioning_state == ProvisioningState.FAILED
+    assert compute.provisioning_errors[0]["code"] == "Unreachable"
+
+
+def test_seed_files_create_crs_and_the_default_is_listed(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    for name in ("my_instance_type.yaml", "my_instance_type_list.yaml"):
+        response = owner_api.generic("POST", f"{BASE}/k8s/instancetypes/", (DATA / name).read_bytes(), "application/yaml")
+        assert response.status_code == 201, response.json()
+    run_instance_types(compute.cluster)
+    live = crs(fake_kube)
+    assert set(live) == {"myinstancetypename", "cpusmall", "defaultinstancetype"}
+    assert live["myinstancetypename"]["spec"] == {
+        "nodeSelector": {"mylabel": "mylabelvalue"},
+        "resources": {"requests": {"cpu": "700m", "memory": "1500Mi"}, "limits": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": 1}},
+    }
+    assert live["cpusmall"]["metadata"]["labels"][MANAGED_BY] == "dockyard"
+    rows = {row["name"]: row for row in owner_api.get(f"{BASE}/k8s/instancetypes/").json()["results"]}
+    assert rows["defaultinstancetype"]["source"] == "dockyard"  # the list's override
+    assert rows["myinstancetypename"]["provisioning_state"] == "Succeeded"
+    assert rows["myinstancetypename"]["status"] == {"observed_spec": live["myinstancetypename"]["spec"], "drifted": False}
+
+
+def test_builtin_default_until_overridden_and_back_after_delete(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    builtin = owner_api.get(f"{BASE}/k8s/instancetypes/defaultinstancetype/").json()
+    assert builtin["source"] == "builtin" and builtin["manifest"] is None
+    assert builtin["resources"] == {"requests": {"cpu": "100m", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": None}}
+    assert_error(owner_api.delete(f"{BASE}/k8s/instancetypes/defaultinstancetype/"), 400, "BuiltInInstanceType")
+    override = {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    assert owner_api.put(f"{BASE}/k8s/instancetypes/defaultinstancetype/", override, format="json").status_code == 200
+    run_instance_types(compute.cluster)
+    assert "defaultinstancetype" in crs(fake_kube)
+    assert owner_api.delete(f"{BASE}/k8s/instancetypes/defaultinstancetype/").status_code == 202
+    run_instance_types(compute.cluster)
+    assert "defaultinstancetype" not in crs(fake_kube)
+    assert owner_api.get(f"{BASE}/k8s/instancetypes/defaultinstancetype/").json()["source"] == "builtin"
+
+
+def test_update_applies_and_delete_removes_the_cr(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    body = {"name": "small", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json")
+    run_instance_types(compute.cluster)
+    patch = {"resources": {"limits": {"cpu": "2"}}}
+    response = owner_api.patch(f"{BASE}/k8s/instancetypes/small/", patch, format="json")
+    assert response.status_code == 200 and response.json()["provisioning_state"] == "Updating"
+    run_instance_types(compute.cluster)
+    assert crs(fake_kube)["small"]["spec"]["resources"]["limits"]["cpu"] == "2"
+    owner_api.delete(f"{BASE}/k8s/instancetypes/small/")
+    run_instance_types(compute.cluster)
+    assert "small" not in crs(fake_kube) and not InstanceType.objects.filter(name="small").exists()
+
+
+def test_resync_repairs_drift_imports_and_collects_garbage(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    body = {"name": "small", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json")
+    run_instance_types(compute.cluster)
+    cluster = Cluster.objects.get()
+    fake_kube.delete("instancetypes", "small", group=GROUP)  # as `kubectl delete instancetype small` would
+    kubectl = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "InstanceType", "metadata": {"name": "from-kubectl"},
+               "spec": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}}
+    orphan = {**kubectl, "metadata": {"name": "orphan", "labels": {MANAGED_BY: "dockyard", "dockyard.dev/kind": "instancetype",
+                                                                   "dockyard.dev/cluster": str(cluster.pk)}}}
+    fake_kube.create(kubectl)
+    fake_kube.create(orphan)
+    behind = reconcile.sync_cluster(cluster)
+    assert behind == [InstanceType.objects.get(name="small").pk]
+    run_instance_types(cluster)
+    live = crs(fake_kube)
+    assert set(live) == {"small", "from-kubectl"}
+    imported = InstanceType.objects.get(name="from-kubectl")
+    assert imported.source == "cluster" and imported.limits == {"cpu": "1", "memory": "1Gi"}
+
+
+def test_steady_state_resync_lists_once_per_kind_and_writes_nothing(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    owner_api.generic("POST", f"{BASE}/k8s/instancetypes/", (DATA / "my_instance_type_list.yaml").read_bytes(), "application/yaml")
+    run_instance_types(compute.cluster)
+    cluster = Cluster.objects.get()
+    reconcile.sync_cluster(cluster)  # first sync stores the nodes
+    fake_kube.requests.clear()
+    assert reconcile.sync_cluster(Cluster.objects.get()) == []
+    calls = fake_kube.requests.all()
+    assert sorted((call.verb, call.resource) for call in calls) == [("list", "instancetypes"), ("list", "nodes")]
+
+
+def test_nodes_and_fit(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    gpu = {"name": "gpu1", "resources": {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": 1}}}
+    huge = {"name": "huge", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "64", "memory": "1Gi"}}}
+    for body in (gpu, huge):
+        owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json")
+    reconcile.sync_cluster(compute.cluster)
+    rows = {row["name"]: row for row in owner_api.get(f"{BASE}/k8s/instancetypes/").json()["results"]}
+    assert rows["gpu1"]["fits_nodes"] == ["gpu-node-0"]
+    assert rows["huge"]["fits_nodes"] == [] and "No node can host 'huge'" in rows["huge"]["warnings"][0]
+    assert set(rows["defaultinstancetype"]["fits_nodes"]) == {"node-0", "node-1", "gpu-node-0"}
+    nodes = {node["name"]: node for node in owner_api.get(f"{BASE}/k8s/nodes/").json()["results"]}
+    assert nodes["gpu-node-0"]["allocatable"]["nvidia.com/gpu"] == 4
+    assert "gpu1" in nodes["gpu-node-0"]["instance_types"] and "gpu1" not in nodes["node-0"]["instance_types"]
+
+
+def test_extension_node_selector_is_anded_and_conflicts_refused(owner_api, fake_kube):
+    attach(owner_api, fake_kube, node_selector={"pool": "ml"})
+    body = {"name": "t", "nodeSelector": {"pool": "web"}, "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    assert_error(owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json"), 400, "InvalidInstanceType", "nodeSelector.pool")
+    body["nodeSelector"] = {"zone": "a"}
+    row = owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json").json()
+    assert row["effective_node_selector"] == {"pool": "ml", "zone": "a"}

@@ -1,0 +1,93 @@
+"""Subresources with their own shapes: pods/log and the autoscaling/v1 Scale of workloads."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from .api import Api
+from .clock import parse_stamp
+from .errors import bad_request, not_found
+from .patches import json_patch, merge_patch
+from .request import Call, parse_body
+from .selectors import selector_terms
+from .store import clone
+
+
+def log_container(api: Api, call: Call) -> tuple[dict, str]:
+    """The pod and container a log request is about (400s worded like the kubelet/apiserver)."""
+    pod = api.store.get(call.rt.key, call.namespace or "", call.name)
+    if pod is None:
+        raise not_found("pods", "", call.name)
+    names = [c["name"] for c in pod["spec"].get("containers") or []]
+    init = [c["name"] for c in pod["spec"].get("initContainers") or []]
+    container = call.query.get("container")
+    if not container:
+        if len(names) != 1:
+            raise bad_request(f"a container name must be specified for pod {call.name}, choose one of: "
+                              f"[{' '.join(names)}]" + (f" or one of the init containers: [{' '.join(init)}]" if init else ""))
+        container = names[0]
+    if container not in names + init:
+        raise bad_request(f"container {container} is not valid for pod {call.name}")
+    if not pod["spec"].get("nodeName"):
+        raise bad_request(f"pod {call.name} does not have a host assigned")
+    statuses = {s["name"]: s for s in (pod.get("status") or {}).get("containerStatuses") or []}
+    waiting = (statuses.get(container, {}).get("state") or {}).get("waiting")
+    if waiting is not None or container not in statuses:
+        reason = (waiting or {}).get("reason", "ContainerCreating")
+        raise bad_request(f'container "{container}" in pod "{call.name}" is waiting to start: {reason}')
+    return pod, container
+
+
+def select_lines(lines: list, query: dict, now) -> list[str]:
+    """Apply sinceSeconds / sinceTime / tailLines / timestamps / limitBytes to (time, text) lines."""
+    since = None
+    if query.get("sinceSeconds"):
+        since = now - timedelta(seconds=int(query["sinceSeconds"]))
+    elif query.get("sinceTime"):
+        since = parse_stamp(query["sinceTime"])
+    chosen = [(t, line) for t, line in lines if since is None or t >= since]
+    if query.get("tailLines") not in (None, ""):
+        tail = int(query["tailLines"])
+        chosen = chosen[-tail:] if tail else []
+    stamps = query.get("timestamps") in ("true", "True", "1")
+    return [(t.strftime("%Y-%m-%dT%H:%M:%S.%f000Z") + " " if stamps else "") + line for t, line in chosen]
+
+
+def limit_bytes(text: str, query: dict) -> str:
+    """limitBytes truncation."""
+    limit = query.get("limitBytes")
+    return text.encode()[: int(limit)].decode("utf-8", "ignore") if limit else text
+
+
+def scale_of(api: Api, call: Call) -> dict:
+    """GET .../scale: the autoscaling/v1 Scale view of a workload."""
+    obj = api.store.get(call.rt.key, call.namespace or "", call.name)
+    if obj is None:
+        raise not_found(call.rt.plural, call.rt.group, call.name)
+    terms = selector_terms(obj["spec"].get("selector")) or []
+    selector = ",".join(f"{t.key}={t.values[0]}" if t.op == "=" else t.key for t in terms)
+    meta = {k: obj["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in obj["metadata"]}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": meta,
+            "spec": {"replicas": obj["spec"].get("replicas", 1)},
+            "status": {"replicas": (obj.get("status") or {}).get("replicas", 0), "selector": selector}}
+
+
+def write_scale(api: Api, call: Call) -> dict:
+    """PUT/PATCH .../scale: change spec.replicas through the normal update path."""
+    current = scale_of(api, call)
+    body = parse_body(call)
+    if call.content_type.startswith("application/json-patch"):
+        wanted = json_patch(current, body)
+    elif call.content_type.endswith("patch+json") or call.content_type.startswith("application/apply"):
+        wanted = merge_patch(current, body)
+    else:
+        wanted = body
+    replicas = (wanted.get("spec") or {}).get("replicas")
+    with api.store.lock:
+        obj = api.store.get(call.rt.key, call.namespace or "", call.name)
+        new = clone(obj)
+        new["spec"]["replicas"] = replicas
+        inner = Call(call.rt, call.namespace, call.name, None, dict(call.query), b"", call.content_type, call.user,
+                     call.user_agent, call.warnings)
+        api._finish(inner, obj, new, "Update")
+        return scale_of(api, call)

@@ -63,6 +63,7 @@ class Connection:
     kubeconfig: dict = field(hash=False, compare=False)
     context: str | None = None
     credential_version: str = ""
+    in_cluster: bool = False  # the pod's service account instead of a kubeconfig
 
 
 class TokenBucket:
@@ -95,7 +96,10 @@ def _client(conn: Connection) -> k8s.ApiClient:
         if cache_key not in _clients:
             configuration = k8s.Configuration()
             try:
-                k8s_config.load_kube_config_from_dict(conn.kubeconfig, context=conn.context, client_configuration=configuration)
+                if conn.in_cluster:
+                    k8s_config.load_incluster_config(client_configuration=configuration)
+                else:
+                    k8s_config.load_kube_config_from_dict(conn.kubeconfig, context=conn.context, client_configuration=configuration)
             except (ConfigException, ValueError, TypeError) as exc:
                 raise KubeRejected(f"The kubeconfig cannot be used: {exc}", 400) from None
             configuration.retries = False  # retries are ours: classified, with backoff, honouring Retry-After

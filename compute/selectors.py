@@ -20,7 +20,7 @@ def compute_list(*, workspace: Workspace, load_creators: bool = True) -> QuerySe
 
 
 def compute_get(*, workspace: Workspace, name: str) -> ComputeTarget:
-    return ComputeTarget.objects.select_related("created_by", "workspace").get(workspace=workspace, name=name)
+    return ComputeTarget.objects.select_related("created_by", "workspace", "cluster").get(workspace=workspace, name=name)
 
 
 def vm_series_list(*, series: str = "", category: str = "", gpu: bool | None = None, supported_in: str = "", size: str = "") -> list[dict]:

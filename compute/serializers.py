@@ -1,4 +1,5 @@
 """One serializer per compute type: the single validation path for API, studio and CLI."""
+import os
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -117,10 +118,15 @@ class KubernetesComputeSerializer(ComputeSerializer):
     context = serializers.CharField(required=False, allow_null=True, default=None, max_length=253)
     namespace = serializers.CharField(required=False, default="default", validators=[django_rule(validators.validate_namespace)])
     node_selector = serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=63), required=False, default=dict)
+    in_cluster = serializers.BooleanField(
+        required=False, default=False, help_text="use the service account of the pod Dockyard runs in, instead of a kubeconfig"
+    )
     server = serializers.CharField(read_only=True)
 
     @classmethod
     def merge_for_update(cls, stored: dict, patch: dict) -> dict:
+        if patch.get("kubeconfig") and "in_cluster" not in patch:
+            stored = {**stored, "in_cluster": False}
         if "kubeconfig" in patch and "context" not in patch:
             stored = {key: value for key, value in stored.items() if key != "context"}
         return {**stored, **patch}
@@ -130,6 +136,8 @@ class KubernetesComputeSerializer(ComputeSerializer):
         return value
 
     def validate(self, attrs):
+        if attrs.get("in_cluster"):
+            return self._in_cluster(attrs)
         kubeconfig = attrs.get("kubeconfig") or (self.context.get("secrets") or {}).get("kubeconfig")
         if not kubeconfig:
             raise serializers.ValidationError({"kubeconfig": ["A kubeconfig is required to attach a Kubernetes cluster."]})
@@ -146,6 +154,17 @@ class KubernetesComputeSerializer(ComputeSerializer):
             raise serializers.ValidationError({"kubeconfig": exc.messages}) from None
         attrs["context"] = summary["context"]
         attrs["server"] = summary["server"]
+        return attrs
+
+    def _in_cluster(self, attrs):
+        if attrs.get("kubeconfig"):
+            raise serializers.ValidationError({"in_cluster": ["Give either a kubeconfig or in_cluster: true, not both."]})
+        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host:
+            raise serializers.ValidationError({"in_cluster": ["Dockyard is not running inside a Kubernetes pod (KUBERNETES_SERVICE_HOST is not set)."]})
+        attrs["server"] = f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
+        attrs["context"] = None
+        attrs["kubeconfig"] = ""
         return attrs
 
 

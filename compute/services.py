@@ -122,6 +122,27 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
     return compute
 
 
+@transaction.atomic
+def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
+    """Run a compute's checks again now (a Kubernetes attachment: reachability, namespace, rights, CRD; then its nodes)."""
+    if compute.provisioning_state == ProvisioningState.DELETING:
+        raise Conflict(f"Compute '{compute.name}' is being deleted.")
+    compute.generation += 1
+    compute.provisioning_state = ProvisioningState.UPDATING
+    compute.save(update_fields=["generation", "provisioning_state", "updated_at"])
+    audit_record(
+        actor=user, action=AuditAction.ACTION, verb="recheck", target_type="compute", target_name=compute.name,
+        workspace=compute.workspace,
+    )
+    _enqueue(compute)
+    if compute.cluster_id:
+        # Registered after the check, so an eager run (and usually a worker) re-reads nodes with fresh credentials.
+        from .tasks import sync_cluster
+
+        transaction.on_commit(partial(sync_cluster.delay, compute.cluster_id), robust=True)
+    return compute
+
+
 def _enqueue_instance_type(record: InstanceType) -> None:
     from .tasks import reconcile_instance_type
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from compute.services import compute_create, instance_types_create
 from compute.tests.factories import body, create_compute
 from conftest import ROLES
 from tests.support import assert_error
@@ -31,6 +32,9 @@ def signed_in(ok: int) -> dict:
 
 PUBLIC = {role: 200 for role in ROLES}
 CODES = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
+
+
+SHAPE = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
 
 
 @dataclass
@@ -61,6 +65,14 @@ ENDPOINTS = [
     Endpoint("compute-patch", "patch", f"{WS}/computes/cpu-cluster/", manage(200), {"max_instances": 9}, ("compute",)),
     Endpoint("compute-delete", "delete", f"{WS}/computes/cpu-cluster/", manage(202), needs=("compute",)),
     Endpoint("compute-local-retrieve", "get", f"{WS}/computes/local/", read()),
+    Endpoint("instancetypes-list", "get", f"{WS}/computes/k8s/instancetypes/", read(), needs=("kubernetes",)),
+    Endpoint("instancetypes-create", "post", f"{WS}/computes/k8s/instancetypes/", manage(201), SHAPE, ("kubernetes",)),
+    Endpoint("instancetype-retrieve", "get", f"{WS}/computes/k8s/instancetypes/small/", read(), needs=("kubernetes",)),
+    Endpoint("instancetype-put", "put", f"{WS}/computes/k8s/instancetypes/small/", manage(200), SHAPE, ("kubernetes",)),
+    Endpoint("instancetype-patch", "patch", f"{WS}/computes/k8s/instancetypes/small/", manage(200),
+             {"nodeSelector": {"pool": "a"}}, ("kubernetes",)),
+    Endpoint("instancetype-delete", "delete", f"{WS}/computes/k8s/instancetypes/small/", manage(202), needs=("kubernetes",)),
+    Endpoint("nodes-list", "get", f"{WS}/computes/k8s/nodes/", read(), needs=("kubernetes",)),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
@@ -81,6 +93,10 @@ def nina(make_user):
 def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as):
     if "compute" in endpoint.needs:
         create_compute(workspace, users["owner"], name="cpu-cluster")
+    if "kubernetes" in endpoint.needs:
+        k8s = compute_create(user=users["owner"], workspace=workspace, data=body("kubernetes", name="k8s"))
+        if endpoint.method != "post":
+            instance_types_create(user=users["owner"], compute=k8s, body=SHAPE)
     client = api_as(role)
     # the token to revoke belongs to the caller (anonymous tries the owner's)
     token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")

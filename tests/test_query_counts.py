@@ -4,7 +4,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from compute.choices import ComputeType
-from compute.tests.factories import ComputeTargetFactory
+from compute.tests.factories import ComputeTargetFactory, body
 from workspaces.tests.factories import (
     ApiTokenFactory,
     AuditEventFactory,
@@ -35,6 +35,27 @@ def add_computes(n, workspace, owner):
         ComputeTargetFactory(workspace=workspace, created_by=owner if index % 2 else UserFactory(), type=TYPES[index % len(TYPES)])
 
 
+def add_instance_types(n, workspace, owner):
+    from compute.models import ComputeTarget, InstanceType
+    from compute.services import compute_create
+
+    compute = ComputeTarget.objects.filter(name="k8s").first() or compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s"))
+    start = InstanceType.objects.filter(cluster=compute.cluster).count()
+    for index in range(start, start + n):
+        InstanceType.objects.create(cluster=compute.cluster, name=f"it-{index}", requests={"cpu": "1", "memory": "1Gi"},
+                                    limits={"cpu": "2", "memory": "2Gi"})
+    return compute
+
+
+def add_nodes(n, workspace, owner):
+    cluster = add_instance_types(3, workspace, owner).cluster
+    start = len(cluster.nodes)
+    cluster.nodes += [{"name": f"node-{i}", "labels": {}, "taints": [], "ready": True,
+                       "allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": 0},
+                       "capacity_units": {"millicores": 8000, "memory_bytes": 32 * 2**30}} for i in range(start, start + n)]
+    cluster.save()
+
+
 def add_tokens(n, workspace, owner):
     ApiTokenFactory.create_batch(n, user=owner)
 
@@ -46,6 +67,8 @@ LISTS = [
     pytest.param(f"{WS}/events/", add_events, 5, id="events"),
     pytest.param(f"{WS}/computes/", add_computes, 5, id="computes"),
     pytest.param("/api/v1/tokens/", add_tokens, 3, id="tokens"),
+    pytest.param(f"{WS}/computes/k8s/instancetypes/", add_instance_types, 5, id="instancetypes"),
+    pytest.param(f"{WS}/computes/k8s/nodes/", add_nodes, 5, id="nodes"),
 ]
 
 

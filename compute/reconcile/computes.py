@@ -26,22 +26,30 @@ REQUIRED_ACCESS = [
 CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 
 
-def connection(server: str, kubeconfig: str, context: str | None) -> kube.Connection:
+def connection(server: str, kubeconfig: str, context: str | None, in_cluster: bool = False) -> kube.Connection:
     """A connection keyed by the API server, so rate limits and Retry-After apply per cluster."""
-    version = hashlib.sha256(f"{kubeconfig}\n{context}".encode()).hexdigest()[:16]
-    return kube.Connection(key=server, kubeconfig=yaml.safe_load(kubeconfig or "{}") or {}, context=context, credential_version=version)
+    version = hashlib.sha256(f"{kubeconfig}\n{context}\n{in_cluster}".encode()).hexdigest()[:16]
+    config = yaml.safe_load(kubeconfig or "{}") or {}
+    return kube.Connection(key=server, kubeconfig=config, context=context, credential_version=version, in_cluster=in_cluster)
+
+
+def _credentials(compute: ComputeTarget) -> dict:
+    return {
+        "kubeconfig": compute.secrets.get("kubeconfig", ""), "context": compute.properties.get("context"),
+        "in_cluster": bool(compute.properties.get("in_cluster")),
+    }
 
 
 def connection_for(compute: ComputeTarget) -> kube.Connection:
-    return connection(compute.properties.get("server", ""), compute.secrets.get("kubeconfig", ""), compute.properties.get("context"))
+    return connection(compute.properties.get("server", ""), **_credentials(compute))
 
 
 def cluster_connection(cluster: Cluster) -> kube.Connection | None:
     """The cluster's own connection, or None while no attachment has passed its checks."""
     credentials = cluster.credentials
-    if not credentials.get("kubeconfig"):
+    if not (credentials.get("kubeconfig") or credentials.get("in_cluster")):
         return None
-    return connection(cluster.server, credentials["kubeconfig"], credentials.get("context"))
+    return connection(cluster.server, **credentials)
 
 
 def reconcile_compute(compute: ComputeTarget) -> None:
@@ -120,7 +128,7 @@ def _established(crd: dict) -> bool:
 def _adopt_credentials(compute: ComputeTarget, version: str, crd_ready: bool) -> None:
     """The cluster manages cluster-scoped objects with the latest attachment's credentials that passed."""
     cluster = compute.cluster or Cluster.objects.get_or_create(server=compute.properties["server"])[0]
-    credentials = {"kubeconfig": compute.secrets.get("kubeconfig"), "context": compute.properties.get("context")}
+    credentials = _credentials(compute)
     changed = cluster.version != version or cluster.crd_installed != crd_ready or cluster.credentials != credentials
     if changed:
         cluster.version, cluster.crd_installed, cluster.credentials = version, crd_ready, credentials

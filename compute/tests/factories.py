@@ -54,7 +54,7 @@ def create_compute(workspace, user, compute_type: str = "amlcompute", **override
 
 # What the serializers store for each type's VALID_BODIES entry (secrets aside).
 STORED_PROPERTIES = {
-    "kubernetes": {"context": "dev", "namespace": "ml", "node_selector": {}, "server": "https://10.0.0.1:6443"},
+    "kubernetes": {"context": "dev", "namespace": "ml", "node_selector": {}, "in_cluster": False, "server": "https://10.0.0.1:6443"},
     "amlcompute": {"size": "Standard_DS3_v2", "tier": "dedicated", "min_instances": 0, "max_instances": 4, "idle_time_before_scale_down": 120},
     "computeinstance": {"size": "Standard_DS3_v2", "idle_time_before_shutdown_minutes": 30, "idle_time_before_shutdown": "PT30M",
                         "schedules": {"compute_start_stop": []}},

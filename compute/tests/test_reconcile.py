@@ -197,3 +197,14 @@ def test_extension_node_selector_is_anded_and_conflicts_refused(owner_api, fake_
     body["nodeSelector"] = {"zone": "a"}
     row = owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json").json()
     assert row["effective_node_selector"] == {"pool": "ml", "zone": "a"}
+
+
+def test_in_cluster_needs_a_pod_and_excludes_a_kubeconfig(owner_api, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    body = {"name": "here", "type": "kubernetes", "in_cluster": True}
+    assert_error(owner_api.post(f"{BASE}/", body, format="json"), 400, "ValidationError", "in_cluster")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    both = {**body, "kubeconfig": "apiVersion: v1\nkind: Config\n"}
+    assert_error(owner_api.post(f"{BASE}/", both, format="json"), 400, "ValidationError", "in_cluster")
+    created = owner_api.post(f"{BASE}/", body, format="json").json()
+    assert (created["server"], created["in_cluster"], created["secrets_set"]) == ("https://10.96.0.1:443", True, [])

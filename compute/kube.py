@@ -21,6 +21,7 @@ from .manifests import FIELD_MANAGER
 TIMEOUT = (5, 20)  # seconds: connect, read
 QPS, BURST = 20.0, 40  # per cluster, per process; the Python client has no limiter of its own
 TRANSIENT_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+UNTYPED_APPLY = "failed to create typed patch object"
 PLURALS = {
     "Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "Job": "jobs",
     "Deployment": "deployments", "CustomResourceDefinition": "customresourcedefinitions",
@@ -158,6 +159,9 @@ def request(conn: Connection, method: str, path: str, *, query: list | None = No
 
 def _classified(conn: Connection, exc: ApiException) -> KubeError:
     message, reason = _status_message(exc)
+    if exc.status == 500 and message.startswith(UNTYPED_APPLY):
+        # kube-apiserver answers an apply with a field its schema lacks with a 500 (kubernetes#122480): not transient.
+        return KubeRejected(message, 422, "Invalid")
     if exc.status in TRANSIENT_STATUSES or exc.status == 0:
         retry_after = _retry_after(exc)
         if retry_after:
@@ -204,6 +208,19 @@ def apply(conn: Connection, manifest: dict) -> dict:
     path = path_for(manifest["apiVersion"], manifest["kind"], metadata["name"], metadata.get("namespace"))
     query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
     return request(conn, "PATCH", path, query=query, body=manifest, content_type="application/apply-patch+yaml")
+
+
+def replace_spec(conn: Connection, manifest: dict) -> dict:
+    """Replace the live object's whole spec (JSON patch, field manager `dockyard`); returns the live object.
+
+    An apply only removes fields that `dockyard` applied before: fields another manager added (`kubectl edit`)
+    survive it. Replacing the spec drops them too.
+    """
+    metadata = manifest["metadata"]
+    path = path_for(manifest["apiVersion"], manifest["kind"], metadata["name"], metadata.get("namespace"))
+    operations = [{"op": "replace", "path": "/spec", "value": manifest["spec"]}]
+    return request(conn, "PATCH", path, query=[("fieldManager", FIELD_MANAGER)], body=operations,
+                   content_type="application/json-patch+json")
 
 
 def delete(conn: Connection, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:

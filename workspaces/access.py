@@ -1,4 +1,5 @@
 """Who may do what in a workspace: the one place the API and the studio ask."""
+from django.db.models import OuterRef, Subquery
 from django.http import Http404
 from rest_framework.exceptions import PermissionDenied
 
@@ -30,7 +31,11 @@ def can(user, workspace: Workspace, action: str) -> bool:
 
 def workspace_for(user, name: str) -> Workspace:
     """The workspace if the user may see it; otherwise 404, so names don't leak."""
-    workspace = Workspace.objects.filter(name=name).first()
+    # The user's role comes in the same query: every workspace-scoped request asks for it next.
+    role = Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
+    workspace = Workspace.objects.filter(name=name).annotate(member_role=Subquery(role)).first()
+    if workspace is not None:
+        workspace._role_cache = {user.pk: workspace.member_role}
     if workspace is None or role_of(user, workspace) is None:
         raise Http404
     return workspace

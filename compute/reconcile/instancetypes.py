@@ -32,7 +32,10 @@ def reconcile_instance_type(record: InstanceType) -> None:
             logger.info("Deleted InstanceType %s", record.name)
             record.delete()
             return
-        live = kube.apply(conn, desired_manifest(record))
+        desired = desired_manifest(record)
+        live = kube.apply(conn, desired)
+        if live.get("spec") != desired["spec"]:  # fields someone else added (kubectl edit) survive an apply
+            live = kube.replace_spec(conn, desired)
     except kube.KubeRejected as exc:
         record_status(record, ProvisioningState.FAILED, [problem(exc.reason or "Rejected", str(exc))])
         return

@@ -8,7 +8,7 @@ import random
 from . import prepare
 from .apply import server_side_apply, track_update
 from .clock import Clock
-from .crds import schema_errors, validate_crd
+from .crds import prune, schema_errors, validate_crd
 from .errors import (
     STALE,
     ApiError,
@@ -291,12 +291,17 @@ class Api:
         if name != call.name:
             raise bad_request(f"the name of the object ({name}) does not match the name on the URL ({call.name})")
         if rt.is_custom:
-            return
-        unknown, types, _ = decode_problems(prepare.strip_nulls(applied))
-        problems = [f".{p}: field not declared in schema" for p in unknown] + [f".{p}: expected another type, got {t}"
-                                                                              for p, t in types]
+            unknown, types = prune(clone(applied), rt.schema or {}), []
+        else:
+            unknown, types, _ = decode_problems(prepare.strip_nulls(applied))
+        problems = [f".{p}: field not declared in schema" for p in unknown] + [
+            f".{p}: expected {'numeric (int or float)' if t == 'string' else 'string'}, got {t}" for p, t in types]
         if problems:
-            raise bad_request(f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): {problems[0]}")
+            # structured-merge-diff returns a plain error here, which kube-apiserver answers as a 500 without a
+            # reason (kubernetes/kubernetes#122480, #139253): clients that retry 5xx will retry it forever.
+            group, version = rt.api_version.rpartition("/")[::2]
+            where = f"{call.namespace or ''}/{call.name}; {group}/{version}, Kind={rt.kind}"
+            raise ApiError(500, "", f"failed to create typed patch object ({where}): {problems[0]}")
 
     def _finish(self, call: Call, old: dict, new: dict, operation: str) -> dict:
         """The shared tail of every update: system fields, decode, validate, ownership, generation, store."""

@@ -87,8 +87,10 @@ class ApiError(Exception):
 
     def status(self) -> dict:
         """The Status object for the response body."""
-        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message}
+        if self.reason:  # errors that are not API statuses reach clients without one
+            body["reason"] = self.reason
+        body["code"] = self.code
         if self.details is not None:
             body["details"] = self.details
         return body

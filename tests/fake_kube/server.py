@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import threading
+import traceback
 from pathlib import Path
 
 import yaml
@@ -87,7 +88,10 @@ class FakeKube:
 
     def _auto_loop(self) -> None:
         while not self.stopping.wait(self.tick):
-            self.sim.run()
+            try:
+                self.sim.run()
+            except Exception:  # a controller bug must not silently stop time
+                self.server_errors.append(traceback.format_exc())
 
     def stop(self) -> None:
         """Stop serving: end watches and log streams, cut connections, join threads."""
@@ -211,12 +215,8 @@ class FakeKube:
         return result
 
     def remove_node(self, name: str) -> None:
-        """Delete a node; its pods are deleted too (pod garbage collection)."""
-        with self.store.lock:
-            for pod in self.list("pods"):
-                if pod["spec"].get("nodeName") == name:
-                    self.delete("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
-            self.delete("nodes", name)
+        """Delete a node; pod garbage collection then deletes the pods bound to it."""
+        self.delete("nodes", name)
 
     def label_node(self, name: str, labels: dict) -> dict:
         """Set (value) or remove (None) node labels."""

@@ -4,7 +4,7 @@ import json
 import pytest
 from kubernetes import client
 
-from tests.fake_kube.helpers import deployment_manifest, status_of
+from tests.fake_kube.helpers import deployment_manifest, status_of, valid_manifests
 
 
 @pytest.fixture
@@ -109,13 +109,16 @@ def test_apply_needs_a_field_manager(kube_api):
     assert code == 422 and body["details"]["causes"][0]["field"] == "fieldManager"
 
 
-def test_apply_rejects_fields_not_in_the_schema(deployments):
+def test_apply_of_fields_not_in_the_schema_is_a_reasonless_500_like_the_real_server(deployments):
     body = deployment_manifest("web")
     body["spec"]["replica"] = 2
     with pytest.raises(Exception) as caught:
         _apply(deployments, body)
-    assert caught.value.status == 400
-    assert ".spec.replica: field not declared in schema" in json.loads(caught.value.body)["message"]
+    assert caught.value.status == 500
+    assert json.loads(caught.value.body) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 500,
+        "message": "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
+                   ".spec.replica: field not declared in schema"}
 
 
 def test_merge_patch_and_null_deletes(kube_api):
@@ -157,3 +160,14 @@ def test_patch_with_stale_resource_version_is_409(kube_api):
     code, body = status_of(core.patch_namespaced_config_map, "cm", "default",
                            {"metadata": {"resourceVersion": created.metadata.resource_version}, "data": {"a": "3"}})
     assert code == 409 and body["reason"] == "Conflict"
+
+
+@pytest.mark.parametrize("manifest", valid_manifests(), ids=lambda m: m["kind"])
+def test_reapplying_any_valid_manifest_is_a_no_op_even_after_controllers_ran(fake_kube, kube_dynamic, manifest):
+    resource = kube_dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+    _apply(resource, manifest)
+    fake_kube.advance(2)  # controllers write status, annotations, bindings
+    before = resource.get(name=manifest["metadata"]["name"], namespace="default").to_dict()
+    after = _apply(resource, manifest).to_dict()
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["metadata"].get("generation") == before["metadata"].get("generation")

@@ -133,6 +133,11 @@ def test_server_side_apply_of_a_custom_object(kube, custom, tmp_path):
     first = resource.server_side_apply(body=instance_type(), field_manager="dockyard").to_dict()
     again = resource.server_side_apply(body=instance_type(), field_manager="dockyard").to_dict()
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    with pytest.raises(Exception) as caught:  # unlike create/update, apply does not prune: a 500 (sic)
+        resource.server_side_apply(body=instance_type(colour="blue"), field_manager="dockyard")
+    assert caught.value.status == 500 and json.loads(caught.value.body)["message"] == (
+        "failed to create typed patch object (/gpu-small; amlarc.azureml.com/v1alpha1, Kind=InstanceType): "
+        ".spec.colour: field not declared in schema")
 
 
 def test_deleting_the_crd_deletes_its_objects_and_stops_serving(kube, custom):

@@ -199,3 +199,16 @@ def test_create_with_a_resource_version_is_refused(core):
     code, body = status_of(core.create_namespaced_config_map, "default",
                            {"metadata": {"name": "cm", "resourceVersion": "12"}})
     assert code == 500 and body["message"].endswith("resourceVersion should not be set on objects to be created")
+
+
+def test_delete_collection_by_label(core):
+    for name, team in (("a", "x"), ("b", "x"), ("c", "y")):
+        core.create_namespaced_config_map("default", {"metadata": {"name": name, "labels": {"team": team}}})
+    core.delete_collection_namespaced_config_map("default", label_selector="team=x")
+    left = {i.metadata.name for i in core.list_namespaced_config_map("default").items}
+    assert "c" in left and not {"a", "b"} & left
+
+
+def test_cluster_scoped_paths_do_not_take_a_namespace(kube_api):
+    code, _ = status_of(kube_api.call_api, "/api/v1/namespaces/default/nodes", "GET", auth_settings=["BearerToken"])
+    assert code == 404

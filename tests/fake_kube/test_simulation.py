@@ -234,7 +234,7 @@ def test_removing_a_node_deletes_its_pods_and_the_job_replaces_them(fake_kube, c
     fake_kube.remove_node("gpu-node-0")
     pods = _pods(core, "gpu")
     assert [p.metadata.name for p in pods] != [first.metadata.name] and len(pods) == 1
-    assert "3 Insufficient nvidia.com/gpu" in _condition(pods[0], "PodScheduled").message
+    assert _condition(pods[0], "PodScheduled").message.startswith("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
     assert batch.read_namespaced_job("gpu", "default").status.failed == 1
 
 

@@ -4,7 +4,7 @@ import pytest
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from tests.fake_kube.helpers import deployment_manifest, job_manifest, status_of
+from tests.fake_kube.helpers import deployment_manifest, job_manifest, status_of, valid_manifests
 
 GPU_LIMIT_ONLY = {"limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1},
                   "requests": {"cpu": "1", "memory": "4Gi"}}
@@ -178,43 +178,12 @@ def test_wrong_types_are_400(batch):
 
 # --- the fake must not reject what the real server accepts ----------------------------------
 
-def _valid_manifests():
-    labels = {"app.kubernetes.io/managed-by": "dockyard", "dockyard.dev/workspace": "team-a"}
-    job = job_manifest("train-3f2a9c", resources={"limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": 1},
-                                                  "requests": {"cpu": "100m", "memory": "2Gi"}},
-                       activeDeadlineSeconds=3600, completionMode="Indexed", completions=2, parallelism=2)
-    job["metadata"]["labels"].update(labels)
-    spec = job["spec"]["template"]["spec"]
-    spec["nodeSelector"] = {"gpu": "a100"}
-    spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
-    spec["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    spec["containers"][0]["env"] = [{"name": "WORLD_SIZE", "value": "2"}]
-    spec["subdomain"] = "train-3f2a9c"
-    headless = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "train-3f2a9c", "labels": labels},
-                "spec": {"clusterIP": "None", "selector": {"job-name": "train-3f2a9c"},
-                         "ports": [{"name": "rdzv", "port": 29500}]}}
-    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "notebook"},
-           "spec": {"replicas": 1, "serviceName": "notebook", "selector": {"matchLabels": {"app": "notebook"}},
-                    "template": {"metadata": {"labels": {"app": "notebook"}}, "spec": {"containers": [
-                        {"name": "jupyter", "image": "jupyter/base-notebook:2024-01-01",
-                         "volumeMounts": [{"name": "home", "mountPath": "/home/jovyan"}]}]}},
-                    "volumeClaimTemplates": [{"metadata": {"name": "home"}, "spec": {
-                        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}]}}
-    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
-           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                    "minReplicas": 1, "maxReplicas": 5}}
-    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a.b_c-d": "x"}}
-    return [job, headless, deployment_manifest("web"), sts, hpa, pvc, cm]
-
-
 def test_the_official_schemas_cover_recent_versions():
     versions = kubernetes_validate.utils.all_versions()
     assert "1.36.0" in versions or any(v.startswith("1.36") for v in versions), versions
 
 
-@pytest.mark.parametrize("manifest", _valid_manifests(), ids=lambda m: m["kind"])
+@pytest.mark.parametrize("manifest", valid_manifests(), ids=lambda m: m["kind"])
 def test_valid_manifests_are_accepted(kube_dynamic, manifest):
     kubernetes_validate.validate(manifest, "1.36", strict=True)
     resource = kube_dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])

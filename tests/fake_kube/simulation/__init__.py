@@ -14,7 +14,7 @@ from . import cluster, housekeeping, jobs, kubelet, workloads
 from .events import EventRecorder
 
 CONTROLLERS = (housekeeping.establish_crds, housekeeping.namespaces, housekeeping.garbage_collect,
-               housekeeping.bind_claims, workloads.deployments, workloads.replicasets, workloads.statefulsets,
+               housekeeping.orphaned_pods, housekeeping.bind_claims, workloads.deployments, workloads.replicasets, workloads.statefulsets,
                jobs.jobs, cluster.schedule, kubelet.run_pods, jobs.jobs, workloads.replicasets,
                workloads.deployments, workloads.statefulsets)
 MAX_PASSES = 8

@@ -101,6 +101,14 @@ def garbage_collect(sim) -> None:
             sim.changed |= sim.store.rv != before
 
 
+def orphaned_pods(sim) -> None:
+    """Pod GC: pods bound to nodes that no longer exist are deleted."""
+    nodes = {n["metadata"]["name"] for n in sim.items("nodes")}
+    for pod in sim.items("pods"):
+        if pod["spec"].get("nodeName") and pod["spec"]["nodeName"] not in nodes:
+            sim.delete(sim.rt("pods"), pod)
+
+
 def bind_claims(sim) -> None:
     """A default storage class that provisions at once: Pending claims become Bound."""
     rt = sim.rt("persistentvolumeclaims")

@@ -31,7 +31,8 @@ def _resource_name(name: str, path: str) -> list[FieldError]:
     if "/" not in name:
         if name not in STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
             errors.append(invalid(path, name, "must be a standard resource for containers"))
-    elif name.split("/")[0].endswith("kubernetes.io") is False and name.startswith("requests."):
+    elif not name.split("/")[0].endswith("kubernetes.io") and name.startswith("requests."):
+        # an extended resource may not look like a quota key (IsExtendedResourceName)
         errors.append(invalid(path, name, "doesn't follow extended resource name standard"))
     return errors
 

@@ -7,106 +7,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from workspaces.serializers import validate_tags
-
-from . import validators, vmsizes
-from .choices import ComputeType, ProvisioningState, Tier
-from .models import ComputeTarget, validate_compute_name
-
-# Fields of Azure ML's YAML that Dockyard keeps as given without acting on them, so files load unchanged.
-KEPT_AS_GIVEN = ("location", "identity", "network_settings", "enable_node_public_ip", "ssh_public_access_enabled")
-IGNORED = ("$schema",)
-
-
-def django_rule(check):
-    """Wrap a validator raising Django's ValidationError for use as a DRF field validator."""
-
-    def run(value):
-        try:
-            check(value)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages) from None
-        return value
-
-    return run
-
-
-class ComputeSerializer(serializers.Serializer):
-    """Fields every compute type has; subclasses add their own and name their secrets."""
-
-    compute_type: str = ""
-    secret_fields: tuple[str, ...] = ()
-    kept_as_given: tuple[str, ...] = ()
-
-    name = serializers.CharField(max_length=64, validators=[django_rule(validate_compute_name)])
-    type = serializers.CharField()
-    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-    tags = serializers.JSONField(required=False, default=dict, validators=[validate_tags])
-    provisioning_state = serializers.ChoiceField(choices=ProvisioningState.choices, read_only=True)
-    provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
-    secrets_set = serializers.ListField(child=serializers.CharField(), read_only=True, help_text="secret fields that hold a value")
-    created_by = serializers.CharField(read_only=True, allow_null=True)
-    created_on = serializers.DateTimeField(read_only=True)
-    updated_on = serializers.DateTimeField(read_only=True)
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if cls.compute_type:
-            cls._declared_fields["type"] = serializers.ChoiceField(choices=[cls.compute_type])
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise serializers.ValidationError({"non_field_errors": ["The body must be a mapping of fields."]})
-        data = self.normalise(dict(data))
-        known = set(self.fields) | set(self.kept_as_given) | set(IGNORED)
-        unknown = sorted(key for key in data if key not in known)
-        if unknown:
-            raise serializers.ValidationError({key: [f"Unknown field for type '{self.compute_type}'."] for key in unknown})
-        validated = super().to_internal_value(data)
-        validated.update({key: data[key] for key in self.kept_as_given if key in data})
-        return validated
-
-    def normalise(self, data: dict) -> dict:
-        """Rewrite accepted alternative spellings (Azure ML's nested forms) into our fields."""
-        return data
-
-    @classmethod
-    def merge_for_update(cls, stored: dict, patch: dict) -> dict:
-        """The full body a PATCH amounts to: stored fields overlaid with the patch."""
-        return {**stored, **patch}
-
-    def to_representation(self, instance):
-        if isinstance(instance, ComputeTarget):
-            instance = compute_as_dict(instance)
-        data = super().to_representation(instance)
-        data.update({key: instance[key] for key in self.kept_as_given if key in instance})
-        return data
-
-
-def compute_as_dict(compute: ComputeTarget) -> dict:
-    return {
-        **compute.properties,
-        "name": compute.name,
-        "type": compute.type,
-        "description": compute.description,
-        "tags": compute.tags,
-        "provisioning_state": compute.provisioning_state,
-        "provisioning_errors": compute.provisioning_errors,
-        "secrets_set": compute.secret_fields,
-        "created_by": creator_name(compute),
-        "created_on": compute.created_at,
-        "updated_on": compute.updated_at,
-    }
-
-
-def creator_name(compute: ComputeTarget) -> str | None:
-    if hasattr(compute, "created_by_name"):  # API list pages annotate it (compute_list(load_creators=False))
-        return compute.created_by_name
-    return compute.created_by.username if compute.created_by_id else None
-
-
-def secret_field(**kwargs):
-    return serializers.CharField(write_only=True, required=False, trim_whitespace=False, max_length=65536, **kwargs)
+from .. import validators, vmsizes
+from ..choices import ComputeType, Tier
+from .base import KEPT_AS_GIVEN, ComputeSerializer, django_rule, secret_field
 
 
 class KubernetesComputeSerializer(ComputeSerializer):
@@ -291,6 +194,7 @@ class ComputeInstanceSerializer(ComputeSerializer):
             raise serializers.ValidationError({target: exc.messages}) from None
         attrs["idle_time_before_shutdown_minutes"] = minutes
         attrs["idle_time_before_shutdown"] = f"PT{minutes}M" if minutes is not None else None
+        attrs["schedules"] = {"compute_start_stop": (attrs.get("schedules") or {}).get("compute_start_stop", [])}
         return attrs
 
 
@@ -416,74 +320,3 @@ def serializer_for(compute_type) -> type[ComputeSerializer]:
         choices = ", ".join(SERIALIZERS)
         raise serializers.ValidationError({"type": [f"Unknown compute type '{compute_type}'; one of: {choices}."]})
     return SERIALIZERS[compute_type]
-
-
-class ComputeTypeSerializer(serializers.Serializer):
-    type = serializers.CharField()
-    display_name = serializers.CharField()
-    management = serializers.CharField()
-    is_record = serializers.BooleanField()
-    automl = serializers.BooleanField()
-    automl_note = serializers.CharField(allow_blank=True)
-    pipelines = serializers.BooleanField()
-    designer = serializers.BooleanField()
-    command_jobs = serializers.BooleanField()
-    realtime_inference = serializers.BooleanField()
-    batch_inference = serializers.BooleanField()
-    gpu = serializers.BooleanField()
-    nodes = serializers.CharField()
-    autoscale_on_submit = serializers.BooleanField()
-    description = serializers.CharField()
-
-
-class IsolatedSizeSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    rdma = serializers.BooleanField()
-
-
-class VmSeriesSerializer(serializers.Serializer):
-    series = serializers.CharField()
-    aliases = serializers.ListField(child=serializers.CharField())
-    category = serializers.CharField()
-    category_display = serializers.CharField()
-    supported_in = serializers.ListField(child=serializers.CharField())
-    gpu = serializers.BooleanField()
-    gpu_architecture = serializers.CharField(allow_null=True)
-    min_cuda = serializers.CharField(allow_null=True)
-    retired = serializers.BooleanField()
-    retired_on = serializers.DateField(allow_null=True)
-    listed_as_supported = serializers.BooleanField()
-    isolated_sizes = IsolatedSizeSerializer(many=True)
-    size_pattern = serializers.CharField()
-
-
-class InstanceTypeStatusSerializer(serializers.Serializer):
-    observed_spec = serializers.DictField(allow_null=True, help_text="the cluster's copy at the last reconcile/resync")
-    drifted = serializers.BooleanField()
-
-
-class InstanceTypeSerializer(serializers.Serializer):
-    """An instance type as listed for one attachment (the body you send is an InstanceType, a list, or flat)."""
-
-    name = serializers.CharField()
-    nodeSelector = serializers.DictField(child=serializers.CharField())
-    resources = serializers.DictField()
-    effective_node_selector = serializers.DictField(child=serializers.CharField())
-    source = serializers.ChoiceField(choices=["builtin", "dockyard", "cluster"])
-    provisioning_state = serializers.ChoiceField(choices=ProvisioningState.choices)
-    provisioning_errors = serializers.ListField(child=serializers.DictField())
-    status = InstanceTypeStatusSerializer()
-    fits_nodes = serializers.ListField(child=serializers.CharField())
-    warnings = serializers.ListField(child=serializers.CharField())
-    manifest = serializers.DictField(allow_null=True, help_text="the InstanceType CR Dockyard applies (none for builtin and imported)")
-    created_on = serializers.DateTimeField(allow_null=True)
-    updated_on = serializers.DateTimeField(allow_null=True)
-
-
-class NodeSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    labels = serializers.DictField(child=serializers.CharField())
-    taints = serializers.ListField(child=serializers.DictField())
-    ready = serializers.BooleanField()
-    allocatable = serializers.DictField()
-    instance_types = serializers.ListField(child=serializers.CharField(), help_text="instance types this node can host")

@@ -2,9 +2,11 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import instancetypes
 from .client import ApiClient, Response, path_of
 from .documents import COMPUTE_TYPES, SECRET_FIELDS, Document, compute_body
-from .errors import ApiError, CliError, InvalidInput
+from .errors import EXIT_NOT_LOGGED_IN, ApiError, CliError, ConnectionFailed, InvalidInput
+from .lookups import instance_types_path, missing_compute, read_if_exists, workspace_not_found
 
 WORKSPACE_FIELDS = ("display_name", "description", "tags")
 INSTANCE_TYPE_KINDS = ("InstanceType", "InstanceTypeList")
@@ -19,13 +21,14 @@ DEFAULTED_FIELDS = ("schedules",)
 
 @dataclass
 class Outcome:
-    """What apply did (or would do) to one resource."""
+    """What apply did (or would do) to one resource; `error` when it failed (an item of an InstanceTypeList)."""
 
     resource: str
     action: str
     dry_run: bool = False
     changes: list[str] = field(default_factory=list)
     note: str = ""
+    error: CliError | None = None
 
     def line(self) -> str:
         """`compute/NAME configured`, plus `(dry run: changed fields; notes)` when planning."""
@@ -38,7 +41,36 @@ class Outcome:
         return f"{self.resource} {self.action}{suffix}"
 
     def as_dict(self) -> dict:
+        if self.error is not None:
+            return {"resource": self.resource, "action": "failed", "error": self.error.as_dict()}
         return {"resource": self.resource, "action": self.action, "dry_run": self.dry_run, "changes": self.changes}
+
+
+@dataclass
+class Scope:
+    """Where documents go, asked only by the documents that need it: the workspace, and the compute of instance types."""
+
+    workspace: Callable[[], str]
+    compute: Callable[[], str]
+    checked: dict = field(default_factory=dict)
+
+    def instance_types(self, client: ApiClient) -> "InstanceTypeApi":
+        """The instance-type API of the chosen compute, after checking once that the compute exists."""
+        workspace, compute = self.workspace(), self.compute()
+        if (workspace, compute) not in self.checked:
+            self.checked[workspace, compute] = missing_compute(client, workspace, compute)
+        missing = self.checked[workspace, compute]
+        if missing is not None:
+            raise missing
+        return InstanceTypeApi(client, workspace, compute)
+
+
+def is_fatal(error: CliError) -> bool:
+    """Errors that every later document would hit too: stop at once instead of repeating them."""
+    return (
+        isinstance(error, ConnectionFailed) or error.exit_code == EXIT_NOT_LOGGED_IN
+        or error.code in ("NoWorkspace", "NoCompute")
+    )
 
 
 class NotSupportedYet(CliError):
@@ -77,18 +109,18 @@ def route_of(body: dict) -> str:
     return "unknown"
 
 
-def apply_document(document: Document, client: ApiClient, workspace: Callable[[], str], dry_run: bool) -> Outcome:
-    """Apply one document; `workspace` is asked only by documents that live in one."""
+def apply_document(document: Document, client: ApiClient, scope: Scope, dry_run: bool) -> list[Outcome]:
+    """Apply one document: one outcome, or one per item of an InstanceTypeList."""
     body = document.body
     if not isinstance(body, dict):
         raise InvalidInput("A document must be a YAML mapping.", code="InvalidDocument")
     route = route_of(body)
     if route == "compute":
-        return apply_compute(client, workspace(), compute_body(document), dry_run)
+        return [apply_compute(client, scope.workspace(), compute_body(document), dry_run)]
     if route == "workspace":
-        return apply_workspace(client, body, dry_run)
+        return [apply_workspace(client, body, dry_run)]
     if route == "instancetype":
-        raise NotSupportedYet("Instance types are not supported yet: this Dockyard has no API for them.")
+        return apply_instance_types(scope.instance_types(client), body, dry_run)
     if route in ("job", "endpoint"):
         what = "a job" if route == "job" else "an online endpoint or deployment"
         raise NotSupportedYet(f"This looks like {what}, which `dockyard apply` does not support yet.")
@@ -107,19 +139,10 @@ def required_name(body: dict) -> str:
     return name
 
 
-def read_if_exists(client: ApiClient, path: str) -> Response | None:
-    try:
-        return client.get(path)
-    except ApiError as error:
-        if error.status == 404:
-            return None
-        raise
-
-
 def ensure_workspace_exists(client: ApiClient, workspace: str) -> None:
     """Say so plainly when the target workspace is the thing missing (the API's 404 can't tell you which)."""
     if read_if_exists(client, path_of("workspaces", workspace)) is None:
-        raise ApiError(404, f"Workspace '{workspace}' was not found, or you are not a member of it.", code="NotFound")
+        raise workspace_not_found(workspace)
 
 
 def apply_compute(client: ApiClient, workspace: str, body: dict, dry_run: bool) -> Outcome:
@@ -206,3 +229,90 @@ def apply_workspace(client: ApiClient, body: dict, dry_run: bool) -> Outcome:
     if changes and not dry_run:
         client.patch(path, {key: wanted[key] for key in changes}, etag=current.etag)
     return Outcome(resource, "configured" if changes else "unchanged", dry_run, changes)
+
+
+@dataclass
+class InstanceTypeApi:
+    """`workspaces/{ws}/computes/{compute}/instancetypes/` of one compute."""
+
+    client: ApiClient
+    workspace: str
+    compute: str
+
+    def path(self, name: str | None = None) -> str:
+        return instance_types_path(self.workspace, self.compute, name)
+
+    def current(self, name: str) -> Response | None:
+        """The instance type as the API shows it; None when there is no record (the built-in default is none)."""
+        current = read_if_exists(self.client, self.path(name))
+        if current is None or (isinstance(current.body, dict) and current.body.get("source") == "builtin"):
+            return None
+        return current
+
+    def create(self, body: dict) -> Response:
+        return self.client.post(self.path(), body)
+
+    def replace(self, name: str, body: dict, etag: str | None) -> Response:
+        return self.client.put(self.path(name), body, etag=etag)
+
+
+UNREAD = object()
+
+
+def apply_instance_types(api: InstanceTypeApi, body: dict, dry_run: bool) -> list[Outcome]:
+    """An InstanceType, or an InstanceTypeList: one POST (all or nothing) when none of its names exist, else item by item."""
+    if not instancetypes.is_list(body):
+        return [apply_instance_type(api, body, dry_run)]
+    items = instancetypes.items_of(body)
+    names = [instancetypes.name_of(item) for item in items]
+    if not items or None in names or len(set(names)) != len(names):
+        if dry_run:
+            raise InvalidInput("An InstanceTypeList needs items, each with a name of its own.", target="items",
+                               code="InvalidDocument")
+        created = api.create(body).body  # the API refuses it, naming every item's problem
+        return [Outcome(f"instancetype/{row['name']}", "created") for row in created.get("results", [])]
+    current = {name: api.current(name) for name in names}
+    if not any(current.values()):
+        if not dry_run:
+            api.create(body)
+        return [Outcome(f"instancetype/{name}", "created", dry_run) for name in names]
+    outcomes = []
+    for item, name in zip(items, names, strict=True):
+        try:
+            outcomes.append(apply_instance_type(api, instancetypes.item_document(body, item), dry_run, current[name]))
+        except CliError as error:
+            if is_fatal(error):
+                raise
+            outcomes.append(Outcome(f"instancetype/{name}", "failed", dry_run, error=error))
+    return outcomes
+
+
+def apply_instance_type(api: InstanceTypeApi, document: dict, dry_run: bool, current=UNREAD, retried: bool = False) -> Outcome:
+    """POST a new instance type, or PUT the whole of an existing one with If-Match."""
+    name = instancetypes.name_of(document)
+    if name is None:
+        target = "metadata.name" if "metadata" in document or "spec" in document else "name"
+        raise InvalidInput("The instance type has no name.", target=target, code="InvalidDocument")
+    resource = f"instancetype/{name}"
+    if current is UNREAD:
+        current = api.current(name)
+    if current is None:
+        if not dry_run:
+            api.create(document)
+        return Outcome(resource, "created", dry_run)
+    if dry_run:
+        changes = instancetypes.differences(document, current.body)
+        return Outcome(resource, "configured" if changes else "unchanged", True, changes)
+    try:
+        after = api.replace(name, document, current.etag)
+    except ApiError as error:
+        if error.status != 412 or retried:
+            raise
+        # It changed between our read and our write (If-Match refused it): read it again, once.
+        return apply_instance_type(api, document, dry_run, api.current(name), retried=True)
+    return Outcome(resource, "unchanged" if same_spec(after.body, current.body) else "configured")
+
+
+def same_spec(after: dict, before: dict) -> bool:
+    """The API leaves an unchanged instance type as it was; a change shows in its shape or its source (adoption)."""
+    return all(after.get(key) == before.get(key) for key in ("nodeSelector", "resources", "source", "updated_on"))

@@ -52,6 +52,10 @@ class ApiClient:
         headers = {"If-Match": etag} if etag else None
         return self.request("PATCH", path, json=body, headers=headers)
 
+    def put(self, path: str, body: dict, *, etag: str | None = None) -> Response:
+        headers = {"If-Match": etag} if etag else None
+        return self.request("PUT", path, json=body, headers=headers)
+
     def delete(self, path: str) -> Response:
         return self.request("DELETE", path)
 

@@ -1,4 +1,4 @@
-"""Where the CLI finds its server, token and default workspace: flags, then environment, then the config file."""
+"""Where the CLI finds its server, token and defaults (workspace, compute): flags, then environment, then the config file."""
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -12,8 +12,9 @@ CONFIG_ENV = "DOCKYARD_CONFIG"
 URL_ENV = "DOCKYARD_URL"
 TOKEN_ENV = "DOCKYARD_TOKEN"
 WORKSPACE_ENV = "DOCKYARD_WORKSPACE"
+COMPUTE_ENV = "DOCKYARD_COMPUTE"
 API_SUFFIX = "/api/v1"
-DEFAULT_KEYS = ("workspace",)
+DEFAULT_KEYS = ("workspace", "compute")
 
 
 def config_path() -> Path:
@@ -108,3 +109,16 @@ def resolve_workspace(flag: str | None, config: Config) -> str:
             exit_code=EXIT_USAGE,
         )
     return workspace
+
+
+def resolve_compute(flag: str | None, config: Config) -> str:
+    """--compute beats DOCKYARD_COMPUTE, which beats `configure --defaults compute=...` (instance types live on one)."""
+    compute = flag or os.environ.get(COMPUTE_ENV) or config.defaults.get("compute")
+    if not compute:
+        raise CliError(
+            "No compute given: instance types belong to a kubernetes compute; pass --compute NAME, set DOCKYARD_COMPUTE, "
+            "or run `dockyard configure --defaults compute=NAME`.",
+            code="NoCompute",
+            exit_code=EXIT_USAGE,
+        )
+    return compute

@@ -5,7 +5,7 @@ from functools import cached_property
 import click
 
 from .client import ApiClient
-from .config import Config, load_config, resolve_connection, resolve_workspace
+from .config import Config, load_config, resolve_compute, resolve_connection, resolve_workspace
 from .output import FORMATS
 
 
@@ -15,6 +15,7 @@ class State:
 
     output: str = "table"
     workspace_flag: str | None = None
+    compute_flag: str | None = None
 
     @cached_property
     def config(self) -> Config:
@@ -30,6 +31,10 @@ class State:
     def workspace(self) -> str:
         return resolve_workspace(self.workspace_flag, self.config)
 
+    @property
+    def compute(self) -> str:
+        return resolve_compute(self.compute_flag, self.config)
+
 
 pass_state = click.make_pass_decorator(State, ensure=True)
 
@@ -42,6 +47,11 @@ def _remember_output(ctx: click.Context, param: click.Parameter, value: str | No
 def _remember_workspace(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value:
         ctx.ensure_object(State).workspace_flag = value
+
+
+def _remember_compute(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.ensure_object(State).compute_flag = value
 
 
 def output_option(command):
@@ -57,4 +67,13 @@ def workspace_option(command):
     return click.option(
         "-w", "--workspace", metavar="NAME", expose_value=False, callback=_remember_workspace,
         help="Workspace (default: $DOCKYARD_WORKSPACE, then `configure --defaults workspace=`).",
+    )(command)
+
+
+def compute_option(command):
+    """--compute for instance-type commands; DOCKYARD_COMPUTE and the configured default follow."""
+    return click.option(
+        "--compute", metavar="NAME", expose_value=False, callback=_remember_compute,
+        help="Kubernetes compute whose instance types these are (default: $DOCKYARD_COMPUTE, then "
+             "`configure --defaults compute=`).",
     )(command)

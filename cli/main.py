@@ -4,6 +4,7 @@ import click
 from .commands.apply import apply
 from .commands.auth import configure, login, logout
 from .commands.compute import compute
+from .commands.instancetype import instancetype
 from .commands.workspace import workspace
 from .context import State, output_option
 
@@ -18,12 +19,14 @@ def cli(ctx: click.Context) -> None:
 
     Log in once (`dockyard login --url URL --token TOKEN`), pick a default workspace
     (`dockyard configure --defaults workspace=NAME`), then create computes from YAML with
-    `dockyard compute create -f FILE` or `dockyard apply -f FILE`.
+    `dockyard compute create -f FILE` or `dockyard apply -f FILE`, attach a Kubernetes cluster with
+    `dockyard compute attach -f k8s.yml`, and give it instance types with
+    `dockyard apply -f instance_types.yaml --compute NAME`.
     """
     ctx.ensure_object(State)
 
 
-for command in (login, logout, configure, workspace, compute, apply):
+for command in (login, logout, configure, workspace, compute, instancetype, apply):
     cli.add_command(command)
 
 

@@ -220,8 +220,14 @@ def instance_type_update(*, user, compute: ComputeTarget, name: str, body: objec
         raise BadRequest("The body must be a mapping.", code="InvalidInstanceType", target="")
     if record is None and (partial and name != shapes.DEFAULT_NAME):
         raise NotFound(f"Instance type '{name}' does not exist on this cluster.")
+    if record is not None and record.provisioning_state == ProvisioningState.DELETING:
+        raise Conflict(f"Instance type '{name}' is being deleted.")
     base = _body_of_shape(shapes_of(record)) if record else {"name": name, "resources": shapes.DEFAULT_SHAPE.resources()}
-    document = _merged(base, body) if partial else {**body, "name": body.get("name", name)}
+    cr_form = "metadata" in body or "spec" in body  # a CR names itself in metadata; a top-level name is refused there
+    if partial:
+        document = _merged(base, _flat_patch(body) if cr_form else body)
+    else:
+        document = body if cr_form else {**body, "name": body.get("name", name)}
     (shape,) = _shapes(compute, document)
     if shape.name != name:
         raise BadRequest("The name of an instance type cannot be changed.", code="ImmutableField", target="name")
@@ -241,6 +247,14 @@ def instance_type_update(*, user, compute: ComputeTarget, name: str, body: objec
     _audit_instance_type(user, compute, AuditAction.UPDATE, name, changes)
     _enqueue_instance_type(record)
     return record
+
+
+def _flat_patch(body: dict) -> dict:
+    """A merge patch written in CR form, as the flat fields it changes."""
+    metadata, spec = body.get("metadata"), body.get("spec")
+    if not isinstance(metadata or {}, dict) or not isinstance(spec or {}, dict):
+        raise BadRequest("metadata and spec must be mappings.", code="InvalidInstanceType", target="spec")
+    return {**({"name": metadata["name"]} if metadata and "name" in metadata else {}), **(spec or {})}
 
 
 def _body_of_shape(shape: shapes.Shape) -> dict:

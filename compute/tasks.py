@@ -21,9 +21,9 @@ def backoff(retries: int, retry_after: float | None) -> float:
     return max(delay, retry_after or 0)
 
 
-def locked_run(task, model, pk: int, action) -> None:
+def locked_run(task, model, pk: int, action):
     """Run `action(row)` under the row lock (skip if gone or busy); retry transient cluster errors after commit."""
-    failure = None
+    failure, row = None, None
     with transaction.atomic():
         row = model.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
         try:
@@ -33,12 +33,15 @@ def locked_run(task, model, pk: int, action) -> None:
             failure = exc  # keep the status already written; retry outside the transaction
     if failure is not None:
         raise task.retry(countdown=backoff(task.request.retries, failure.retry_after), exc=failure)
+    return row
 
 
 @shared_task(bind=True, acks_late=True, max_retries=10)
 def reconcile_compute(self, compute_id: int) -> None:
-    """Reconcile one compute record."""
-    locked_run(self, ComputeTarget, compute_id, reconcile.reconcile_compute)
+    """Reconcile one compute record; a cluster that just passed its checks is synced (nodes, imports) at once."""
+    compute = locked_run(self, ComputeTarget, compute_id, reconcile.reconcile_compute)
+    if compute is not None and compute.pk and compute.cluster_id and compute.provisioning_state == ProvisioningState.SUCCEEDED:
+        sync_cluster.delay(compute.cluster_id)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=10)

@@ -1,5 +1,6 @@
 import functools
 
+from django.db import transaction
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -210,8 +211,11 @@ class InstanceTypeViewSet(ComputeScopedMixin, viewsets.ViewSet):
 
     def destroy(self, request, *args, **kwargs):
         self._check_if_match(kwargs["name"])
-        services.instance_type_delete(user=request.user, compute=self.compute, name=kwargs["name"])
-        return Response(self._row(kwargs["name"]), status=status.HTTP_202_ACCEPTED)
+        # Read the row before commit: a fast worker may remove the record as soon as the delete is committed.
+        with transaction.atomic():
+            services.instance_type_delete(user=request.user, compute=self.compute, name=kwargs["name"])
+            row = self._row(kwargs["name"])
+        return Response(row, status=status.HTTP_202_ACCEPTED)
 
     def _write(self, request, name: str, partial: bool):
         self._check_if_match(name)

@@ -5,6 +5,7 @@ import click
 
 from ..client import ApiClient
 from ..config import (
+    COMPUTE_ENV,
     DEFAULT_KEYS,
     TOKEN_ENV,
     URL_ENV,
@@ -81,20 +82,23 @@ def describe(config: Config) -> list[str]:
     url, url_source = effective(URL_ENV, config.url)
     token, token_source = effective(TOKEN_ENV, config.token)
     workspace, workspace_source = effective(WORKSPACE_ENV, config.defaults.get("workspace"))
+    compute, compute_source = effective(COMPUTE_ENV, config.defaults.get("compute"))
     return [
         f"config     {config_path()}",
         f"url        {url or '-'}{url_source}",
         f"token      {'set' if token else 'not set'}{token_source}",
         f"workspace  {workspace or '-'}{workspace_source}",
+        f"compute    {compute or '-'}{compute_source}",
     ]
 
 
 @click.command()
-@click.option("--defaults", "defaults", multiple=True, metavar="KEY=VALUE", help="Set a default, e.g. workspace=team-a.")
+@click.option("--defaults", "defaults", multiple=True, metavar="KEY=VALUE", help="Set a default, e.g. workspace=team-a or compute=k8s-dev.")
 def configure(defaults: tuple[str, ...]) -> None:
     """Set defaults, or show the settings in effect.
 
-    `dockyard configure --defaults workspace=NAME` sets the default workspace (an empty value unsets it).
+    `dockyard configure --defaults workspace=NAME compute=NAME` sets the default workspace and the default
+    compute of the instance-type commands (an empty value unsets one).
     """
     config = load_config()
     if not defaults:

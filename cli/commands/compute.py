@@ -1,13 +1,22 @@
-"""dockyard compute list | show | create | delete."""
+"""dockyard compute list | show | create | attach | nodes | delete."""
+import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import click
 
-from ..client import ApiClient, path_of
+from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
-from ..documents import COMPUTE_TYPES, apply_assignments, compute_body, load_documents
-from ..errors import EXIT_USAGE, ApiError, InvalidInput
+from ..documents import COMPUTE_TYPES, Document, apply_assignments, compute_body, load_documents, read_side_file
+from ..errors import EXIT_API_ERROR, EXIT_USAGE, ApiError, CliError, InvalidInput
+from ..lookups import computes_path, nodes_path, not_found_in_workspace
 from ..output import Column, field, print_item, print_list, print_written, timestamp
+
+# Types that are attached (they exist already) rather than created by Azure ML; `compute create` takes the others too.
+ATTACHED_TYPES = ("kubernetes", "virtualmachine", "hdinsight", "databricks", "datalakeanalytics", "synapsespark", "batch")
+FINAL_STATES = ("Succeeded", "Failed")
+POLL_SECONDS = 1.0
+GPU = "nvidia.com/gpu"
 
 
 def size_or_namespace(row: dict) -> str | None:
@@ -41,23 +50,6 @@ COMPUTE_COLUMNS = (
 @click.group()
 def compute() -> None:
     """Compute targets: clusters, instances, attached machines."""
-
-
-def computes_path(workspace: str, name: str | None = None) -> str:
-    return path_of("workspaces", workspace, "computes", *([name] if name else []))
-
-
-def not_found_in_workspace(client: ApiClient, workspace: str, name: str, error: ApiError) -> ApiError:
-    """Turn the API's bare 404 into which one is missing: the workspace or the compute."""
-    if error.status != 404:
-        return error
-    try:
-        client.get(path_of("workspaces", workspace))
-    except ApiError as workspace_error:
-        if workspace_error.status == 404:
-            return ApiError(404, f"Workspace '{workspace}' was not found, or you are not a member of it.", code="NotFound")
-        return workspace_error
-    return ApiError(404, f"Compute '{name}' was not found in workspace '{workspace}'.", code="NotFound")
 
 
 @compute.command("list")
@@ -95,11 +87,11 @@ def show_compute(state: State, name: str) -> None:
     print_item(item, state.output)
 
 
-def single_document(source: str):
+def single_document(source: str, command: str = "create"):
     documents = load_documents(source)
     if len(documents) != 1:
         raise InvalidInput(
-            f"{source} holds {len(documents)} documents; `compute create` takes one (use `dockyard apply` for several).",
+            f"{source} holds {len(documents)} documents; `compute {command}` takes one (use `dockyard apply` for several).",
             code="InvalidFile", exit_code=EXIT_USAGE,
         )
     if not isinstance(documents[0].body, dict):
@@ -151,3 +143,154 @@ def delete_compute(state: State, name: str, yes: bool) -> None:
     except ApiError as error:
         raise not_found_in_workspace(client, workspace, name, error) from None
     print_written(deleted, state.output, f"compute/{name} deleting")
+
+
+def parse_node_selector(pairs: tuple[str, ...]) -> dict[str, str]:
+    """`--node-selector pool=gpu` pairs (repeatable) as a mapping; values stay strings."""
+    selector = {}
+    for text in pairs:
+        key, equals, value = text.partition("=")
+        if not equals or not key:
+            raise InvalidInput(f"'{text}' is not key=value.", target="--node-selector", code="InvalidOption", exit_code=EXIT_USAGE)
+        selector[key] = value
+    return selector
+
+
+def attach_document(source: str | None, name: str | None, kubeconfig: str | None, context: str | None,
+                    namespace: str | None, node_selector: tuple[str, ...]) -> Document:
+    """The compute to attach: the file's document (type kubernetes unless it says otherwise), the flags on top."""
+    document = single_document(source, "attach") if source else Document(body={}, source="options", index=1, base_dir=Path.cwd())
+    body = dict(document.body)
+    body.setdefault("type", "kubernetes")
+    if body["type"] not in ATTACHED_TYPES:
+        hint = " (use `dockyard compute create`)" if body["type"] in COMPUTE_TYPES else ""
+        raise InvalidInput(
+            f"`type` must be one of the attached types: {', '.join(ATTACHED_TYPES)} (got {body['type']!r}){hint}.", target="type",
+        )
+    options = {"context": context, "namespace": namespace, "node_selector": parse_node_selector(node_selector) or None}
+    if body["type"] != "kubernetes" and (kubeconfig or any(value is not None for value in options.values())):
+        raise InvalidInput("--kubeconfig, --context, --namespace and --node-selector are for kubernetes computes.",
+                           code="InvalidOption", exit_code=EXIT_USAGE)
+    if name:
+        body["name"] = name
+    body.update({key: value for key, value in options.items() if value is not None})
+    if not body.get("name"):
+        raise InvalidInput("Give the compute a name: --name NAME, or `name` in the file.", target="name",
+                           code="InvalidOption", exit_code=EXIT_USAGE)
+    if kubeconfig:
+        body.pop("kubeconfig_file", None)
+        body["kubeconfig"] = read_side_file(document, str(Path(kubeconfig).expanduser().resolve()), "--kubeconfig")
+    if body["type"] == "kubernetes" and not any(key in body for key in ("kubeconfig", "kubeconfig_file", "in_cluster")):
+        raise InvalidInput("Give the cluster's kubeconfig: --kubeconfig FILE, or `kubeconfig_file` in the file.",
+                           target="kubeconfig", code="InvalidOption", exit_code=EXIT_USAGE)
+    document.body = body
+    return document
+
+
+def provisioning_failed(label: str, item: dict) -> CliError:
+    errors = [error for error in item.get("provisioning_errors") or [] if isinstance(error, dict)]
+    details = [{"target": error.get("code") or "", "message": error.get("message") or ""} for error in errors]
+    return CliError(f"{label} could not be provisioned.", code="ProvisioningFailed", details=details, exit_code=EXIT_API_ERROR)
+
+
+def wait_until_provisioned(client: ApiClient, path: str, item: dict, label: str, timeout: float, progress) -> dict:
+    """Poll every second until Succeeded or Failed, printing each state once; give up after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    shown = None
+    while True:
+        state = item.get("provisioning_state")
+        if state != shown:
+            progress(f"{label} {state}")
+            shown = state
+        if state in FINAL_STATES:
+            return item
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise CliError(
+                f"{label} is still {state} after {timeout:g} s; it goes on in the background "
+                f"(see `dockyard compute show {item.get('name')}`).",
+                code="WaitTimedOut", exit_code=EXIT_API_ERROR,
+            )
+        time.sleep(min(POLL_SECONDS, remaining))  # the last look is at the deadline
+        item = client.get(path).body
+
+
+@compute.command("attach")
+@click.option("-f", "--file", "source", metavar="FILE", help="Compute YAML, e.g. type: kubernetes with kubeconfig_file (`-` for standard input).")
+@click.option("--name", help="The compute's name (overrides the file's).")
+@click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="The cluster's kubeconfig file (sent as its contents).")
+@click.option("--context", help="The kubeconfig context to use (default: its current-context).")
+@click.option("--namespace", help="The namespace jobs and endpoints run in (default: default).")
+@click.option("--node-selector", "node_selector", multiple=True, metavar="KEY=VALUE",
+              help="A node label every pod must match (repeatable).")
+@click.option("--no-wait", is_flag=True, help="Return once the record is created; do not wait for the cluster's checks.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=120, show_default=True, metavar="SECONDS",
+              help="How long to wait for Succeeded or Failed.")
+@workspace_option
+@output_option
+@pass_state
+def attach_compute(state: State, source: str | None, name: str | None, kubeconfig: str | None, context: str | None,
+                   namespace: str | None, node_selector: tuple[str, ...], no_wait: bool, timeout: float) -> None:
+    """Attach a Kubernetes cluster and wait until it is checked.
+
+    From a file (`-f k8s.yml`: type kubernetes, name, namespace, node_selector, kubeconfig_file or
+    kubeconfig, context) or from options (`--name N --kubeconfig FILE`); options override the file.
+    Dockyard reaches the API server, checks the namespace and the credentials' rights and installs the
+    InstanceType CRD; a failure prints each problem and exits 1. Other attached types (virtualmachine,
+    databricks …) are accepted from a file too.
+    """
+    document = attach_document(source, name, kubeconfig, context, namespace, node_selector)
+    workspace = state.workspace
+    client = state.client()
+    body = compute_body(document)
+    try:
+        created = client.post(computes_path(workspace), body).body
+    except ApiError as error:
+        raise not_found_in_workspace(client, workspace, body.get("name", ""), error) from None
+    label = f"compute/{created['name']}"
+    table = state.output == "table"
+    if table:
+        click.echo(f"{label} created")
+    if no_wait:
+        if not table:
+            print_item(created, state.output)
+        return
+    path = computes_path(workspace, created["name"])
+    final = wait_until_provisioned(client, path, created, label, timeout, lambda line: click.echo(line, err=not table))
+    if not table:
+        print_item(final, state.output)
+    if final.get("provisioning_state") == "Failed":
+        raise provisioning_failed(label, final)
+
+
+def node_gpus(row: dict) -> object:
+    return (row.get("allocatable") or {}).get(GPU) or 0
+
+
+NODE_COLUMNS = (
+    Column("NAME", field("name")),
+    Column("READY", field("ready")),
+    Column("CPU", lambda row: (row.get("allocatable") or {}).get("cpu")),
+    Column("MEMORY", lambda row: (row.get("allocatable") or {}).get("memory")),
+    Column("GPU", node_gpus),
+    Column("INSTANCE TYPES", lambda row: ",".join(row.get("instance_types") or []) or None),
+)
+
+
+@compute.command("nodes")
+@click.argument("name")
+@workspace_option
+@output_option
+@pass_state
+def list_nodes(state: State, name: str) -> None:
+    """List a kubernetes compute's nodes and the instance types each can host.
+
+    Readiness, allocatable CPU, memory and GPUs, and the instance types a pod of which fits. Nodes are as of the cluster's last sync (Dockyard resyncs attached clusters periodically).
+    """
+    workspace = state.workspace
+    client = state.client()
+    try:
+        rows = client.list_all(nodes_path(workspace, name))
+    except ApiError as error:
+        raise not_found_in_workspace(client, workspace, name, error) from None
+    print_list(rows, NODE_COLUMNS, state.output, empty_message=f"No nodes known for compute '{name}' yet (the cluster is synced periodically).")

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from cli.main import cli
+from cli.tests.support import KUBE_SECRET, Cli, write_yaml
 from compute.models import ComputeTarget
 from compute.services import compute_create
 from workspaces.services import token_create, workspace_create
@@ -19,7 +18,6 @@ from workspaces.services import token_create, workspace_create
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parents[2]
-KUBE_SECRET = "kube-bearer-token-must-never-be-printed"
 KUBECONFIG = f"""
 apiVersion: v1
 kind: Config
@@ -38,53 +36,6 @@ SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAnever-pr
 CPU_CLUSTER = {"$schema": "https://azuremlschemas.azureedge.net/latest/amlCompute.schema.json",
                "name": "cpu-cluster", "type": "amlcompute", "size": "Standard_DS3_v2", "min_instances": 0, "max_instances": 2}
 K8S = {"name": "k8s-dev", "type": "kubernetes", "namespace": "team-a", "kubeconfig_file": "kube/config.yaml"}
-
-
-class Cli:
-    """Runs `dockyard ...` in-process and checks that no secret ever reaches the output."""
-
-    def __init__(self, token: str):
-        self.token = token
-
-    def __call__(self, *args: str, input: str | None = None):
-        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-        for secret in (self.token, KUBE_SECRET, "never-printed"):
-            assert secret not in result.stdout and secret not in result.stderr
-        return result
-
-    def json(self, *args: str):
-        result = self(*args, "-o", "json")
-        assert result.exit_code == 0, result.stderr
-        return json.loads(result.stdout)
-
-
-@pytest.fixture
-def token(owner) -> str:
-    return token_create(user=owner, name="cli")[1]
-
-
-@pytest.fixture
-def config_file(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "home" / "dockyard" / "config.yaml"
-    monkeypatch.setenv("DOCKYARD_CONFIG", str(path))
-    for name in ("DOCKYARD_URL", "DOCKYARD_TOKEN", "DOCKYARD_WORKSPACE"):
-        monkeypatch.delenv(name, raising=False)
-    return path
-
-
-@pytest.fixture
-def dockyard(live_server, workspace, token, config_file, monkeypatch) -> Cli:
-    """Logged in through the environment, with team-a as the workspace."""
-    monkeypatch.setenv("DOCKYARD_URL", live_server.url)
-    monkeypatch.setenv("DOCKYARD_TOKEN", token)
-    monkeypatch.setenv("DOCKYARD_WORKSPACE", workspace.name)
-    return Cli(token)
-
-
-def write_yaml(path: Path, *documents: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
-    return path
 
 
 @pytest.fixture
@@ -165,7 +116,7 @@ def test_configure_rejects_unknown_defaults(dockyard):
     result = dockyard("configure", "--defaults", "colour=blue")
 
     assert result.exit_code == 2
-    assert "Error (InvalidOption): 'colour=blue' is not one of: workspace=VALUE." in result.stderr
+    assert "Error (InvalidOption): 'colour=blue' is not one of: workspace=VALUE, compute=VALUE." in result.stderr
 
 
 # workspaces
@@ -408,20 +359,19 @@ def test_apply_dry_run_writes_nothing(dockyard, owner, workspace, tmp_path):
     assert dockyard("workspace", "show", "team-c").exit_code == 1
 
 
-def test_apply_reports_instance_types_as_not_supported_after_applying_the_rest(dockyard, workspace, tmp_path):
+def test_apply_of_instance_types_without_a_compute_is_a_usage_error_before_anything_is_applied(dockyard, workspace, tmp_path):
     instance_type = {"apiVersion": "amlarc.azureml.com/v1alpha1", "kind": "InstanceType", "metadata": {"name": "gpu-small"},
                      "spec": {"resources": {"limits": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": 1}}}}
-    path = write_yaml(tmp_path / "mixed.yml", instance_type, CPU_CLUSTER)
+    path = write_yaml(tmp_path / "mixed.yml", CPU_CLUSTER, instance_type)
 
     result = dockyard("apply", "-f", str(path))
 
-    assert result.exit_code == 1
-    assert result.stdout == "compute/cpu-cluster created\n"
-    assert result.stderr.splitlines()[:2] == [
-        "instancetype/gpu-small failed",
-        "Error (NotSupported): Instance types are not supported yet: this Dockyard has no API for them.",
-    ]
-    assert stored(workspace, "cpu-cluster") is not None
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error (NoCompute): No compute given: instance types belong to a kubernetes compute; pass --compute NAME, "
+        "set DOCKYARD_COMPUTE, or run `dockyard configure --defaults compute=NAME`.\n"
+    )
+    assert stored(workspace, "cpu-cluster") is None
 
 
 def test_apply_dry_run_of_a_kubernetes_compute_says_the_kubeconfig_is_not_compared(dockyard, kube_dir):

@@ -1,6 +1,7 @@
 """The CLI's pure parts and its HTTP handling, without a server (httpx's MockTransport stands in)."""
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import httpx
@@ -11,6 +12,7 @@ from cli.client import ApiClient
 from cli.config import Connection, normalise_url
 from cli.documents import apply_assignments
 from cli.errors import ApiError, CliError, ConnectionFailed
+from cli.instancetypes import differences, fits_cell, item_document, quantity
 from cli.output import Column, field, table_lines
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,6 +83,48 @@ def test_table_pads_columns_and_marks_empty_cells():
         'cpu-cluster  Standard_DS3_v2  {"a":"b"}',
         "k8s          -                -",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("500m", "0.5"), ("1", "1"), (2, "2"), ("1.5", "1.5"), ("1500Mi", str(1500 * 2**20)), ("2Gi", str(2 * 2**30)),
+     ("1e3", "1000"), ("1k", "1000"), ("2x", None), ("", None), (True, None), (None, None)],
+)
+def test_quantity(text, value):
+    assert quantity(text) == (None if value is None else Decimal(value))
+
+
+ROW = {"name": "small", "nodeSelector": {"pool": "a"}, "source": "dockyard",
+       "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": None}}}
+
+
+def test_differences_compare_quantities_by_value_and_gpus_missing_as_zero():
+    same = {"kind": "InstanceType", "metadata": {"name": "small"}, "spec": {"nodeSelector": {"pool": "a"}, "resources": {
+        "requests": {"cpu": "0.5", "memory": "1024Mi"}, "limits": {"cpu": 1, "memory": "1Gi", "nvidia.com/gpu": 0}}}}
+    assert differences(same, ROW) == []
+
+    changed = {"name": "small", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": 1}}}
+    assert differences(changed, {**ROW, "source": "cluster"}) == [
+        "nodeSelector", "resources.requests.memory", "resources.limits.cpu", "resources.limits.nvidia.com/gpu",
+        "source (adopted from the cluster)",
+    ]
+
+
+def test_a_list_item_becomes_an_instance_type_of_its_own():
+    listed = {"apiVersion": "amlarc.azureml.com/v1alpha1", "kind": "InstanceTypeList", "items": []}
+    item = {"metadata": {"name": "a"}, "spec": {}}
+
+    assert item_document(listed, item) == {"apiVersion": "amlarc.azureml.com/v1alpha1", "kind": "InstanceType", **item}
+    assert item_document(listed, {"name": "flat"}) == {"name": "flat"}
+
+
+@pytest.mark.parametrize(
+    ("row", "cell"),
+    [({"fits_nodes": ["a", "b"], "warnings": []}, "2"), ({"fits_nodes": [], "warnings": ["No node can host it"]}, "none!"),
+     ({"fits_nodes": [], "warnings": []}, "-")],
+)
+def test_fits_cell(row, cell):
+    assert fits_cell(row) == cell
 
 
 def client_answering(handler) -> ApiClient:

@@ -76,6 +76,10 @@ def _compare(record: InstanceType, cr: dict | None) -> int | None:
         return None
     if cr is None or cr.get("spec") != desired_manifest(record)["spec"]:
         logger.info("InstanceType %s drifted on the cluster; restoring it", record.name)
+        observed = cr.get("spec") if cr else None
+        if record.observed_spec != observed:  # shown as drift until the reconcile restores it
+            record.observed_spec = observed
+            record.save(update_fields=["observed_spec"])
         return record.pk
     return None
 

@@ -208,3 +208,35 @@ def test_in_cluster_needs_a_pod_and_excludes_a_kubeconfig(owner_api, monkeypatch
     assert_error(owner_api.post(f"{BASE}/", both, format="json"), 400, "ValidationError", "in_cluster")
     created = owner_api.post(f"{BASE}/", body, format="json").json()
     assert (created["server"], created["in_cluster"], created["secrets_set"]) == ("https://10.96.0.1:443", True, [])
+
+
+def test_drift_shows_until_the_reconcile_restores_it(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    body = {"name": "small", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json")
+    run_instance_types(compute.cluster)
+    edited = {**crs(fake_kube)["small"]}
+    edited["spec"] = {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "3", "memory": "1Gi"}}}
+    fake_kube.delete("instancetypes", "small", group=GROUP)
+    fake_kube.create({"apiVersion": edited["apiVersion"], "kind": "InstanceType", "metadata": {"name": "small", "labels": edited["metadata"]["labels"]}, "spec": edited["spec"]})
+    assert reconcile.sync_cluster(Cluster.objects.get()) == [InstanceType.objects.get(name="small").pk]
+    row = owner_api.get(f"{BASE}/k8s/instancetypes/small/").json()
+    assert row["status"] == {"observed_spec": edited["spec"], "drifted": True}
+    run_instance_types(compute.cluster)
+    row = owner_api.get(f"{BASE}/k8s/instancetypes/small/").json()
+    assert row["status"]["drifted"] is False and crs(fake_kube)["small"]["spec"]["resources"]["limits"]["cpu"] == "1"
+
+
+def test_patch_in_cr_form_and_no_edit_while_deleting(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    body = {"name": "small", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json")
+    patch = {"apiVersion": "amlarc.azureml.com/v1alpha1", "kind": "InstanceType", "metadata": {"name": "small"},
+             "spec": {"nodeSelector": {"pool": "a"}}}
+    response = owner_api.patch(f"{BASE}/k8s/instancetypes/small/", patch, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["nodeSelector"] == {"pool": "a"} and response.json()["resources"]["limits"]["cpu"] == "1"
+    assert owner_api.delete(f"{BASE}/k8s/instancetypes/small/").status_code == 202
+    assert_error(owner_api.patch(f"{BASE}/k8s/instancetypes/small/", {"nodeSelector": {}}, format="json"), 409, "Conflict")
+    assert InstanceType.objects.get(name="small").provisioning_state == "Deleting"
+    run_instance_types(compute.cluster)

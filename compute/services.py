@@ -123,6 +123,7 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
 
 
 @transaction.atomic
+@transaction.atomic
 def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
     """Run a compute's checks again now (a Kubernetes attachment: reachability, namespace, rights, CRD; then its nodes)."""
     if compute.provisioning_state == ProvisioningState.DELETING:
@@ -134,12 +135,7 @@ def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
         actor=user, action=AuditAction.ACTION, verb="recheck", target_type="compute", target_name=compute.name,
         workspace=compute.workspace,
     )
-    _enqueue(compute)
-    if compute.cluster_id:
-        # Registered after the check, so an eager run (and usually a worker) re-reads nodes with fresh credentials.
-        from .tasks import sync_cluster
-
-        transaction.on_commit(partial(sync_cluster.delay, compute.cluster_id), robust=True)
+    _enqueue(compute)  # a check that passes syncs the cluster (nodes, imports) right after
     return compute
 
 

@@ -13,7 +13,9 @@ from .manifests import GPU, INSTANCE_TYPE_API_VERSION
 DEFAULT_NAME = "defaultinstancetype"
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
 RESOURCE_KEYS = {"requests": ("cpu", "memory"), "limits": ("cpu", "memory", GPU)}
+CR_FIELDS = {"apiVersion", "kind", "metadata", "spec", "status"}
 
 
 @dataclass
@@ -70,12 +72,29 @@ def _flat(document: object, prefix: str) -> dict:
     """CR form → flat form, with paths that still name the fields the user wrote."""
     if not isinstance(document, dict):
         raise ShapeErrors([(prefix.rstrip("."), "Each item must be a mapping with metadata and spec.")])
+    errors = _item_kind_problems(document, prefix) if prefix else []  # the body's own kind was checked already
     if "metadata" in document or "spec" in document:
         metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
-        if not isinstance(metadata, dict) or not isinstance(spec, dict):
-            raise ShapeErrors([(f"{prefix}spec", "metadata and spec must be mappings.")])
+        errors += [(f"{prefix}{key}", "Unknown field; an InstanceType has apiVersion, kind, metadata and spec.")
+                   for key in sorted(set(document) - CR_FIELDS)]
+        errors += [(f"{prefix}{key}", f"{key} must be a mapping.") for key, value in (("metadata", metadata), ("spec", spec))
+                   if not isinstance(value, dict)]
+        if errors:
+            raise ShapeErrors(errors)
         return {"name": metadata.get("name"), **spec, "_paths": {"name": f"{prefix}metadata.name", "": f"{prefix}spec."}}
+    if errors:
+        raise ShapeErrors(errors)
     return {**document, "_paths": {"name": f"{prefix}name", "": prefix}}
+
+
+def _item_kind_problems(item: dict, prefix: str) -> list[tuple[str, str]]:
+    """An InstanceTypeList's items may say what they are; they must be InstanceTypes."""
+    errors = []
+    if item.get("kind", "InstanceType") != "InstanceType":
+        errors.append((f"{prefix}kind", f"Each item must be an InstanceType, not {item['kind']!r}."))
+    if "apiVersion" in item and item["apiVersion"] != INSTANCE_TYPE_API_VERSION:
+        errors.append((f"{prefix}apiVersion", f"apiVersion must be {INSTANCE_TYPE_API_VERSION}."))
+    return errors
 
 
 def shape_from(document: dict, extension_selector: dict[str, str] | None = None) -> Shape:
@@ -219,7 +238,10 @@ def node_summary(node: dict) -> dict:
 
 
 def fits(shape: Shape, selector: dict[str, str], node: dict) -> bool:
-    """Can this node host a pod of this shape: labels match the effective selector, limits fit allocatable."""
+    """Can this node host a pod of this shape: ready, untainted, labels match the selector, limits fit allocatable."""
+    # Instance types carry no tolerations (the seed documents none), so a NoSchedule/NoExecute taint keeps pods off.
+    if not node.get("ready", True) or any(t.get("effect") in BLOCKING_TAINTS for t in node.get("taints") or []):
+        return False
     if any(node["labels"].get(key) != value for key, value in selector.items()):
         return False
     units = node["capacity_units"]

@@ -121,6 +121,8 @@ def kubeconfig_summary(text: str, context: str | None) -> dict:
     server = str(cluster.get("server") or "")
     if urlsplit(server).scheme not in ("http", "https") or not urlsplit(server).hostname:
         raise ValidationError(f"Context '{chosen}' has no usable cluster server URL.")
+    if urlsplit(server).username or urlsplit(server).password:
+        raise ValidationError("The cluster server URL carries credentials; put them in the kubeconfig's users instead.")
     return {"context": chosen, "server": server, "namespace": contexts[chosen].get("namespace")}
 
 

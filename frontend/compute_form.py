@@ -6,11 +6,13 @@ Azure ML's structure) and refuses only input that has no such form at all.
 """
 import re
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
 import yaml
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from compute import vmsizes
+from compute import validators, vmsizes
 from compute.choices import ComputeType, Tier
 from compute.serializers import SERIALIZERS
 
@@ -22,7 +24,7 @@ WEEK_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 class Field:
     name: str
     label: str
-    kind: str = "text"  # text | textarea | int | select | size | password | secret_text | pairs | schedule
+    kind: str = "text"  # text | textarea | int | select | size | password | secret_text | pairs | schedule | context
     required: bool = False  # only marks the label; the serializer decides
     initial: str = ""
     help: str = ""
@@ -77,7 +79,7 @@ TYPE_FIELDS: dict[str, tuple[Field, ...]] = {
     ComputeType.KUBERNETES: (
         Field("kubeconfig", "Kubeconfig", "secret_text", required=True,
               help="Stored encrypted and never shown again; paste it or choose the file."),
-        Field("context", "Context", help="Empty: the kubeconfig's current-context."),
+        Field("context", "Context", "context", help="The contexts of the kubeconfig appear once it is pasted or chosen."),
         Field("namespace", "Namespace", initial="default", help="Jobs and deployments of this compute run here."),
         Field("node_selector", "Node selector", "pairs", help="label=value per line; added to every instance type."),
     ),
@@ -164,6 +166,60 @@ def parse_pairs(text: str) -> dict[str, str]:
     return pairs
 
 
+def public_server(server: str) -> str:
+    """A server URL without any user:password@ part, fit to show."""
+    parts = urlsplit(server)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl() if parts.netloc else server
+
+
+def kubeconfig_contexts(text: str) -> list[dict]:
+    """The contexts a kubeconfig offers: name, server, namespace, whether current, and what is wrong with it.
+
+    Only names and server URLs are read out (the kubeconfig itself is never sent back to the browser); each context
+    goes through the same validator the serializer uses, so a context offered here is one the attach accepts.
+    Raises ValueError when the text is no kubeconfig at all.
+    """
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ValueError("The kubeconfig is not valid YAML.") from None
+    if not isinstance(config, dict) or not isinstance(config.get("contexts"), list):
+        raise ValueError("The kubeconfig has no list of contexts.")
+    names = [item["name"] for item in config["contexts"] if isinstance(item, dict) and isinstance(item.get("name"), str)]
+    rows = []
+    for name in names:
+        row = {"name": name, "current": name == config.get("current-context"), "server": "", "namespace": "", "problem": ""}
+        try:
+            summary = validators.kubeconfig_summary(text, name)
+        except ValidationError as exc:
+            row["problem"] = exc.messages[0]
+        else:
+            row.update(server=public_server(summary["server"]), namespace=summary["namespace"] or "")
+        rows.append(row)
+    return rows
+
+
+def chosen_context(contexts: list[dict], asked: str) -> str:
+    """The context to select: the one asked for if offered, else the current-context, else the first."""
+    names = [row["name"] for row in contexts]
+    if asked in names or not names:
+        return asked
+    return next((row["name"] for row in contexts if row["current"]), names[0])
+
+
+def context_choices(kubeconfig: str, asked: str) -> dict:
+    """Template values for the context picker: the contexts offered, the one selected, or why none could be read."""
+    values = {"contexts": [], "context_choice": asked, "contexts_error": ""}
+    if not kubeconfig.strip():
+        return values
+    try:
+        values["contexts"] = kubeconfig_contexts(kubeconfig)
+    except ValueError as exc:
+        values["contexts_error"] = str(exc)
+    values["context_choice"] = chosen_context(values["contexts"], asked)
+    return values
+
+
 def schedule_values(data) -> dict:
     return {
         "action": data.get("schedule_action", ""),
@@ -197,8 +253,10 @@ def read_value(spec: Field, data, files):
         return schedule_body(data)
     raw = data.get(spec.name, "")
     if spec.kind == "secret_text" and files.get(f"{spec.name}_file"):
+        upload = files[f"{spec.name}_file"]
+        upload.seek(0)  # one request reads the form more than once (body, YAML, contexts)
         try:
-            return files[f"{spec.name}_file"].read().decode("utf-8")
+            return upload.read().decode("utf-8")
         except UnicodeDecodeError:
             raise ValueError("The file is not UTF-8 text.") from None
     if spec.kind in ("password", "secret_text"):

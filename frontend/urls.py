@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import compute, home, members, tokens
+from .views import clusters, compute, home, instance_types, members, tokens
 
 app_name = "frontend"
 
@@ -11,6 +11,19 @@ workspace_urls = [
     # Two-segment paths for creating, so that a compute may be called "new".
     path("compute/<str:name>/", compute.detail, name="compute-detail"),
     path("compute/<str:name>/delete/", compute.delete, name="compute-delete"),
+    # A Kubernetes compute's sections, before the create routes so that a compute called "new" keeps them.
+    path("compute/<str:name>/status/", clusters.status, name="cluster-status"),
+    path("compute/<str:name>/recheck/", clusters.recheck, name="cluster-recheck"),
+    path("compute/<str:name>/nodes/", clusters.nodes, name="cluster-nodes"),
+    path("compute/<str:name>/instance-types/", clusters.instance_types, name="instance-types"),
+    # Two-segment paths for creating, so that an instance type may be called "new".
+    path("compute/<str:name>/instance-types/new/form/", instance_types.create, name="instance-type-create"),
+    path("compute/<str:name>/instance-types/new/yaml/", instance_types.paste, name="instance-type-paste"),
+    path("compute/<str:name>/instance-types/new/preview/", instance_types.preview, name="instance-type-preview"),
+    path("compute/<str:name>/instance-types/<str:it>/", instance_types.detail, name="instance-type"),
+    path("compute/<str:name>/instance-types/<str:it>/edit/", instance_types.edit, name="instance-type-edit"),
+    path("compute/<str:name>/instance-types/<str:it>/delete/", instance_types.delete, name="instance-type-delete"),
+    path("compute/new/kubernetes/contexts/", clusters.contexts, name="kubeconfig-contexts"),
     path("compute/new/<str:compute_type>/", compute.create, name="compute-create"),
     path("compute/new/<str:compute_type>/preview/", compute.preview, name="compute-preview"),
     path("jobs/", home.jobs, name="jobs"),

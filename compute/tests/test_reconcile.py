@@ -240,3 +240,12 @@ def test_patch_in_cr_form_and_no_edit_while_deleting(owner_api, fake_kube):
     assert_error(owner_api.patch(f"{BASE}/k8s/instancetypes/small/", {"nodeSelector": {}}, format="json"), 409, "Conflict")
     assert InstanceType.objects.get(name="small").provisioning_state == "Deleting"
     run_instance_types(compute.cluster)
+
+
+def test_tainted_or_unready_nodes_host_nothing(owner_api, fake_kube):
+    compute = attach(owner_api, fake_kube)
+    fake_kube.taint_node("node-0", "dedicated", "infra", "NoSchedule")
+    fake_kube.set_node_ready("node-1", False)
+    reconcile.sync_cluster(compute.cluster)
+    row = owner_api.get(f"{BASE}/k8s/instancetypes/defaultinstancetype/").json()
+    assert row["fits_nodes"] == ["gpu-node-0"]

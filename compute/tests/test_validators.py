@@ -134,6 +134,7 @@ def test_kubeconfig_summary_named_context_wins_over_current():
         (kubeconfig(server="ftp://k8s.example.com"), None, "no usable cluster server URL"),
         (kubeconfig(server="k8s.example.com:6443"), None, "no usable cluster server URL"),
         (kubeconfig(server=""), None, "no usable cluster server URL"),
+        (kubeconfig(server="https://admin:hunter2@k8s.example.com"), None, "carries credentials"),
     ],
 )
 def test_kubeconfig_problems(text, context, problem):

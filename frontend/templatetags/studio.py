@@ -83,3 +83,10 @@ def change_rows(changes: dict) -> list[tuple[str, str]]:
         rows.append((key, text))
     return rows
 
+
+
+@register.filter
+def item(mapping, key: str):
+    """mapping[key] for keys a template cannot spell, such as nvidia.com/gpu; None when absent."""
+    return mapping.get(key) if isinstance(mapping, dict) else None
+

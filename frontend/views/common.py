@@ -37,6 +37,6 @@ def error_rows(exc: Exception, target: str = "") -> list[dict]:
     """A service's exception as [{target, message}]; `target` is where errors without a field path belong."""
     if isinstance(exc, exceptions.ValidationError):
         return flatten_details(exc.detail)
-    if isinstance(exc, BadRequest) and exc.target:
-        target = exc.target
+    if isinstance(exc, BadRequest) and exc.details:  # every problem, each at its field path
+        return [{"target": row.get("target") or target, "message": row["message"]} for row in exc.details]
     return [{"target": target, "message": str(exc.detail)}]

@@ -13,6 +13,7 @@ from compute.models import ComputeTarget
 from compute.serializers import SERIALIZERS
 
 from .. import compute_form
+from . import clusters
 from .common import USER_ERRORS, error_rows, require, workspace_page
 
 TAB_LABELS = {
@@ -67,15 +68,18 @@ def hub(request, ws):
     return render(request, template, context)
 
 
-def form_context(compute_type: str, data, errors: list[dict]) -> dict:
+def form_context(compute_type: str, data, errors: list[dict], files=None) -> dict:
     fields, stray = compute_form.bind(compute_type, data, errors)
-    body, _ = compute_form.compute_body(compute_type, data, {})
-    return {
+    body, _ = compute_form.compute_body(compute_type, data, files or {})
+    context = {
         "compute_type": compute_type, "title": CREATE_TITLES[compute_type], "fields": fields,
         "stray_errors": stray, "yaml": compute_form.body_yaml(compute_type, body),
         "description": capabilities.BY_TYPE[compute_type].description,
         "verb": "Create" if managed(compute_type) else "Attach", "week_days": compute_form.WEEK_DAYS,
     }
+    if compute_type == ComputeType.KUBERNETES:
+        context.update(compute_form.context_choices(body.get("kubeconfig") or "", data.get("context", "")))
+    return context
 
 
 def known_type(compute_type: str) -> str:
@@ -90,9 +94,9 @@ def create(request, ws, compute_type):
     context = workspace_page(request, ws)
     require(request.user, context["workspace"], "manage")
     compute_type = known_type(compute_type)
-    data, errors = compute_form.initial_data(compute_type), []
+    data, errors, files = compute_form.initial_data(compute_type), [], {}
     if request.method == "POST":
-        data = request.POST
+        data, files = request.POST, request.FILES
         body, errors = compute_form.compute_body(compute_type, request.POST, request.FILES)
         if not errors:
             try:
@@ -102,9 +106,11 @@ def create(request, ws, compute_type):
             else:
                 done = "created" if managed(compute.type) else "attached"
                 messages.success(request, f"{ComputeType(compute.type).label} {compute.name} is being {done}.")
+                if compute.type == ComputeType.KUBERNETES:  # its page shows the attach checks as they run
+                    return redirect("frontend:compute-detail", ws=ws, name=compute.name)
                 return redirect(hub_url(ws, TAB_OF_TYPE[compute.type]))
     tab = TAB_OF_TYPE[compute_type]
-    context.update(form_context(compute_type, data, errors), nav="compute", tab=tab, tab_label=TAB_LABELS[tab])
+    context.update(form_context(compute_type, data, errors, files), nav="compute", tab=tab, tab_label=TAB_LABELS[tab])
     return render(request, "frontend/compute/create.html", context)
 
 
@@ -141,6 +147,8 @@ def detail(request, ws, name):
         secrets=[(key, key in compute.secret_fields) for key in SERIALIZERS[compute.type].secret_fields],
         yaml=compute_form.body_yaml(compute.type, body, compute.secret_fields),
     )
+    if compute.type == ComputeType.KUBERNETES:
+        return clusters.page(request, context, compute, "overview")
     return render(request, "frontend/compute/detail.html", context)
 
 

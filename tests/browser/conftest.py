@@ -47,3 +47,24 @@ def screenshot():
     """screenshot(page, "name") -> test-artifacts/screenshots/name.png (git-ignored), full page."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return lambda page, name: page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+@pytest.fixture
+def page(chromium, live_server):
+    """A page of the live server that fails the test on any console error or 4xx/5xx answer (assets, htmx calls)."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    problems = []
+    page.on("console", lambda message: message.type == "error" and problems.append(message.text))
+    page.on("response", lambda reply: reply.status >= 400 and problems.append(f"{reply.status} {reply.url}"))
+    yield page
+    context.close()
+    assert not problems, problems  # no missing asset, no script error, no failed htmx call
+
+
+def sign_in(page, username: str, password: str = "correct-horse-battery") -> None:
+    page.goto("/login/")
+    page.get_by_label("User name").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()

@@ -63,7 +63,11 @@ EXISTING = {
     "compute_name": ["k8s", "k8s", "cpu-cluster"],  # instance types and nodes live on Kubernetes computes
     "username": ["olivia", "reader-user", "contributor-user"],
 }
-WORKSPACE_DETAIL = "/api/v1/workspaces/{name}/"
+# Where `{name}` is not a compute's.
+NAMES_BY_PATH = {
+    "/api/v1/workspaces/{name}/": ["team-a"],
+    "/api/v1/workspaces/{workspace_name}/computes/{compute_name}/instancetypes/{name}/": ["defaultinstancetype"],
+}
 CASE_NUMBERS = itertools.count()
 
 
@@ -101,7 +105,7 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application, con
 def aim_at_existing(case, existing: dict) -> None:
     """Point three in four path values at existing records; a stable hash keeps the choice reproducible."""
     for name, value in case.path_parameters.items():
-        choices = ["team-a"] if (case.path, name) == (WORKSPACE_DETAIL, "name") else existing.get(name)
+        choices = NAMES_BY_PATH.get(case.path) if name == "name" and case.path in NAMES_BY_PATH else existing.get(name)
         digest = zlib.crc32(repr(value).encode())
         if choices and digest % 4:
             case.path_parameters[name] = choices[digest // 4 % len(choices)]

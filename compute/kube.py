@@ -141,8 +141,8 @@ def path_for(api_version: str, kind: str, name: str | None = None, namespace: st
 def request(conn: Connection, method: str, path: str, *, query: list | None = None, body=None, content_type: str | None = None):
     """One call; returns the decoded JSON body (or None), raises KubeTransient / KubeRejected / KubeNotFound."""
     api = _client(conn)
-    _respect_retry_after(conn)
     _buckets[conn.key].wait()
+    _respect_retry_after(conn)  # after the rate limiter's sleep, so the check is as fresh as it can be
     headers = {"Accept": "application/json", **({"Content-Type": content_type} if content_type else {})}
     try:
         response = api.call_api(

@@ -249,3 +249,25 @@ def test_tainted_or_unready_nodes_host_nothing(owner_api, fake_kube):
     reconcile.sync_cluster(compute.cluster)
     row = owner_api.get(f"{BASE}/k8s/instancetypes/defaultinstancetype/").json()
     assert row["fits_nodes"] == ["gpu-node-0"]
+
+
+@pytest.mark.parametrize("body, target", [
+    ({"apiVersion": "amlarc.azureml.com/v1alpha1", "kind": "InstanceTypeList", "items": [
+        {"metadata": {"name": "ok"}, "spec": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}},
+        {"metadata": {"name": "bad"}, "spec": {"resources": {"requests": {"cpu": "NaN", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}},
+    ]}, "items.1.spec.resources.requests.cpu"),
+    ({"name": "g", "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}, "limits": {"cpu": "1", "memory": "1Gi"}}},
+     "resources.requests.nvidia.com/gpu"),
+    ({"name": "r", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}, "resources.requests.cpu"),
+])
+def test_an_invalid_body_writes_nothing_to_the_database_or_the_cluster(owner_api, fake_kube, body, target):
+    from workspaces.models import AuditEvent
+
+    compute = attach(owner_api, fake_kube)
+    events = AuditEvent.objects.count()
+    fake_kube.requests.clear()
+    response = owner_api.post(f"{BASE}/k8s/instancetypes/", body, format="json")
+    assert_error(response, 400, "InvalidInstanceType", target)
+    run_instance_types(compute.cluster)
+    assert not InstanceType.objects.exists() and AuditEvent.objects.count() == events
+    assert fake_kube.requests.writes() == [] and crs(fake_kube) == {}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import urllib3
+from django.conf import settings
 from django.core.cache import cache
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -19,7 +20,9 @@ from kubernetes.config.config_exception import ConfigException
 from .manifests import FIELD_MANAGER
 
 TIMEOUT = (5, 20)  # seconds: connect, read
-QPS, BURST = 20.0, 40  # per cluster, per process; the Python client has no limiter of its own
+# Per cluster, per process; the Python client has no limiter of its own.
+QPS = float(settings.DOCKYARD_KUBE_QPS)
+BURST = int(settings.DOCKYARD_KUBE_BURST)
 TRANSIENT_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 UNTYPED_APPLY = "failed to create typed patch object"
 PLURALS = {

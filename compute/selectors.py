@@ -92,18 +92,19 @@ def _instance_type_row(compute: ComputeTarget, shape: shapes.Shape, record: Inst
     }
 
 
-def instance_type_list(*, compute: ComputeTarget) -> list[dict]:
-    """The cluster's instance types for this attachment, with the built-in default unless a record overrides it."""
-    records = list(InstanceType.objects.filter(cluster_id=compute.cluster_id)) if compute.cluster_id else []
+def instance_type_list(*, compute: ComputeTarget, name: str | None = None) -> list[dict]:
+    """The cluster's instance types for this attachment (or just `name`), with the built-in default unless overridden."""
+    records = InstanceType.objects.filter(cluster_id=compute.cluster_id) if compute.cluster_id else InstanceType.objects.none()
+    records = list(records.filter(name=name) if name else records)
     nodes = compute.cluster.nodes if compute.cluster_id else []
     rows = [_instance_type_row(compute, _shape_of(record), record, nodes) for record in records]
-    if not any(record.name == shapes.DEFAULT_NAME for record in records):
+    if name in (None, shapes.DEFAULT_NAME) and not any(record.name == shapes.DEFAULT_NAME for record in records):
         rows.append(_instance_type_row(compute, shapes.DEFAULT_SHAPE, None, nodes))
     return sorted(rows, key=lambda row: row["name"])
 
 
 def instance_type_get(*, compute: ComputeTarget, name: str) -> dict | None:
-    return next((row for row in instance_type_list(compute=compute) if row["name"] == name), None)
+    return next(iter(instance_type_list(compute=compute, name=name)), None)
 
 
 def _shape_of(record: InstanceType) -> shapes.Shape:

@@ -21,11 +21,13 @@ def backoff(retries: int, retry_after: float | None) -> float:
     return max(delay, retry_after or 0)
 
 
-def locked_run(task, model, pk: int, action):
+def locked_run(task, model, pk: int, action, related: tuple[str, ...] = ()):
     """Run `action(row)` under the row lock (skip if gone or busy); retry transient cluster errors after commit."""
     failure, row = None, None
     with transaction.atomic():
-        row = model.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+        # `of=self`: related rows come in the same query but stay unlocked (attachments share a cluster).
+        rows = model.objects.select_for_update(skip_locked=True, of=("self",)).select_related(*related)
+        row = rows.filter(pk=pk).first()
         try:
             if row is not None:
                 action(row)
@@ -47,7 +49,7 @@ def reconcile_compute(self, compute_id: int) -> None:
 @shared_task(bind=True, acks_late=True, max_retries=10)
 def reconcile_instance_type(self, instance_type_id: int) -> None:
     """Reconcile one instance type's CR."""
-    locked_run(self, InstanceType, instance_type_id, reconcile.reconcile_instance_type)
+    locked_run(self, InstanceType, instance_type_id, reconcile.reconcile_instance_type, related=("cluster",))
 
 
 @shared_task(bind=True, acks_late=True, max_retries=5)

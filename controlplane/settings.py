@@ -216,6 +216,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     )
     (_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
 DOCKYARD_RESYNC_SECONDS = int(os.environ.get("DOCKYARD_RESYNC_SECONDS", "60"))
+# Client-side rate limit per cluster and per worker process (calls per second, burst).
+DOCKYARD_KUBE_QPS = float(os.environ.get("DOCKYARD_KUBE_QPS", "20"))
+DOCKYARD_KUBE_BURST = int(os.environ.get("DOCKYARD_KUBE_BURST", "40"))
 # How often an attached cluster's checks (reachable, namespace, rights, CRD) are repeated when it is healthy.
 DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {

@@ -2,6 +2,7 @@
 import hashlib
 import logging
 import time
+from functools import lru_cache
 
 import yaml
 from django.utils import timezone
@@ -26,11 +27,16 @@ REQUIRED_ACCESS = [
 CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 
 
+@lru_cache(maxsize=64)
+def _parsed(kubeconfig: str) -> dict:
+    # Every reconcile builds a connection; parsing a real kubeconfig (kilobytes of certificates) cost more than the apply.
+    return yaml.load(kubeconfig or "{}", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+
+
 def connection(server: str, kubeconfig: str, context: str | None, in_cluster: bool = False) -> kube.Connection:
     """A connection keyed by the API server, so rate limits and Retry-After apply per cluster."""
     version = hashlib.sha256(f"{kubeconfig}\n{context}\n{in_cluster}".encode()).hexdigest()[:16]
-    config = yaml.safe_load(kubeconfig or "{}") or {}
-    return kube.Connection(key=server, kubeconfig=config, context=context, credential_version=version, in_cluster=in_cluster)
+    return kube.Connection(key=server, kubeconfig=_parsed(kubeconfig), context=context, credential_version=version, in_cluster=in_cluster)
 
 
 def _credentials(compute: ComputeTarget) -> dict:

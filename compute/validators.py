@@ -107,7 +107,7 @@ def kubeconfig_summary(text: str, context: str | None) -> dict:
         raise ValidationError("The kubeconfig must be a YAML mapping of kind Config.")
     contexts = {item.get("name"): item.get("context") or {} for item in _named_list(config, "contexts")}
     clusters = {item.get("name"): item.get("cluster") or {} for item in _named_list(config, "clusters")}
-    users = {item.get("name") for item in _named_list(config, "users")}
+    users = {item.get("name"): item.get("user") or {} for item in _named_list(config, "users")}
     chosen = context or config.get("current-context")
     if not chosen:
         raise ValidationError("The kubeconfig has no current-context; name one in `context`.")
@@ -123,7 +123,26 @@ def kubeconfig_summary(text: str, context: str | None) -> dict:
         raise ValidationError(f"Context '{chosen}' has no usable cluster server URL.")
     if urlsplit(server).username or urlsplit(server).password:
         raise ValidationError("The cluster server URL carries credentials; put them in the kubeconfig's users instead.")
+    _refuse_host_access(cluster, users[contexts[chosen]["user"]])
     return {"context": chosen, "server": server, "namespace": contexts[chosen].get("namespace")}
+
+
+# Fields that make the worker run a program or read its own files: a workspace owner must not reach the host.
+HOST_FIELDS = {
+    "exec": "runs a command on Dockyard's worker", "auth-provider": "runs a cloud auth plugin on the worker",
+    "tokenFile": "reads a file on the worker", "client-certificate": "reads a file on the worker",
+    "client-key": "reads a file on the worker", "certificate-authority": "reads a file on the worker",
+}
+
+
+def _refuse_host_access(cluster: dict, user: dict) -> None:
+    for section, values in (("cluster", cluster), ("user", user)):
+        for key, why in HOST_FIELDS.items():
+            if isinstance(values, dict) and values.get(key):
+                inline = {"tokenFile": "token", "auth-provider": "token"}.get(key, f"{key}-data")
+                raise ValidationError(
+                    f"The kubeconfig's {section} uses `{key}`, which {why}; embed the credential instead ({inline})."
+                )
 
 
 def _named_list(config: dict, key: str) -> list[dict]:

@@ -111,6 +111,13 @@ def test_kubeconfig_summary_named_context_wins_over_current():
     assert validators.kubeconfig_summary(text, "prod")["context"] == "prod"
 
 
+EXEC_USER = (
+    "kind: Config\ncurrent-context: dev\ncontexts: [{name: dev, context: {cluster: dev, user: dev}}]\n"
+    "clusters: [{name: dev, cluster: {server: 'https://k8s.example.com'}}]\n"
+    "users: [{name: dev, user: {exec: {command: /bin/sh}}}]\n"
+)
+
+
 @pytest.mark.parametrize(
     "text, context, problem",
     [
@@ -135,6 +142,9 @@ def test_kubeconfig_summary_named_context_wins_over_current():
         (kubeconfig(server="k8s.example.com:6443"), None, "no usable cluster server URL"),
         (kubeconfig(server=""), None, "no usable cluster server URL"),
         (kubeconfig(server="https://admin:hunter2@k8s.example.com"), None, "carries credentials"),
+        (EXEC_USER, None, "uses `exec`, which runs a command on Dockyard's worker"),
+        (EXEC_USER.replace("exec: {command: /bin/sh}", "tokenFile: /etc/shadow"), None, "uses `tokenFile`, which reads a file"),
+        (EXEC_USER.replace("exec: {command: /bin/sh}", "client-key: /root/.ssh/id_rsa"), None, "uses `client-key`"),
     ],
 )
 def test_kubeconfig_problems(text, context, problem):

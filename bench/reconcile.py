@@ -6,10 +6,11 @@ database is created next to it and dropped at the end) and CELERY_BROKER_URL (de
 the script uses a private queue, dockyard-bench-rc-<pid>, so it never takes anyone else's tasks).
 
 It prints, in one run, against tests/fake_kube on loopback:
-  (a) reconcile-all of N records (locked_run + reconcile_instance_type, DB work included) ÷ a raw server-side apply
-      of the same N manifests through a kubernetes ApiClient built from the same kubeconfig; a fresh fake per
-      measurement, rounds interleaved, medians. Twice: with the per-cluster rate limit as configured
-      (kube.QPS/BURST) and with the limit raised. Goal: ≤ 1.2×.
+  (a) reconcile-all of N records (the resync's batched path: locked_batch + reconcile_instance_types per BATCH
+      records, DB work included) ÷ a raw server-side apply of the same N manifests through a kubernetes ApiClient
+      built from the same kubeconfig; a fresh fake per measurement, rounds interleaved, medians. Twice: with the
+      per-cluster rate limit as configured (kube.QPS/BURST) and with the limit raised. Goal: ≤ 1.2×. For comparison
+      also the per-record path (locked_run + reconcile_instance_type per record, as an API change runs), limit raised.
   (b) the cluster API calls (by verb and resource), cluster writes and DB writes of one sync_cluster of the
       converged, unchanged set. Goal: one LIST per kind, no writes.
   (c) POST → CR stored, p50/p99, for 200 creates at 20/s through the REST API (gunicorn, 2 workers × 4 threads)
@@ -70,7 +71,7 @@ from compute.manifests import (  # noqa: E402
 )
 from compute.models import Cluster, ComputeTarget, InstanceType  # noqa: E402
 from compute.reconcile.instancetypes import desired_manifest  # noqa: E402
-from compute.tasks import locked_run  # noqa: E402
+from compute.tasks import BATCH, locked_batch, locked_run  # noqa: E402
 from controlplane.celery import app  # noqa: E402
 from tests.fake_kube import FakeKube  # noqa: E402
 from workspaces.services import token_create, workspace_create  # noqa: E402
@@ -105,7 +106,7 @@ class Task:
         retries = 0
 
     @staticmethod
-    def retry(countdown=None, exc=None):
+    def retry(countdown=None, exc=None, **kwargs):
         return RuntimeError(f"transient cluster error during the benchmark: {exc}")
 
 
@@ -193,8 +194,21 @@ def fresh_kube_clients(limit: tuple[float, int]) -> None:
 # --- (a) reconcile-all vs raw server-side apply ----------------------------------------------------------------------
 
 
-def reconcile_all(cluster: Cluster, pks: list[int], limit: tuple[float, int], keep: bool = False, profiler=None):
-    """Time (Stopwatch) to reconcile every record as the task does (row lock, apply, status) against a fresh fake."""
+def batched(cluster: Cluster, pks: list[int]) -> None:
+    """What the resync enqueues: one reconcile_cluster_instance_types task's code per BATCH records."""
+    for start in range(0, len(pks), BATCH):
+        locked_batch(Task, cluster.pk, pks[start:start + BATCH])
+
+
+def per_record(cluster: Cluster, pks: list[int]) -> None:
+    """What an API change enqueues: one reconcile_instance_type task's code per record."""
+    for pk in pks:
+        locked_run(Task, InstanceType, pk, reconcile.reconcile_instance_type, related=("cluster",))
+
+
+def reconcile_all(cluster: Cluster, pks: list[int], limit: tuple[float, int], keep: bool = False, profiler=None,
+                  run=batched):
+    """Time (Stopwatch) to reconcile every record as the tasks do (row locks, applies, statuses) against a fresh fake."""
     fake = new_fake()
     point_cluster(cluster, fake)
     reset_records(cluster)
@@ -204,8 +218,7 @@ def reconcile_all(cluster: Cluster, pks: list[int], limit: tuple[float, int], ke
         if profiler:
             profiler.enable()
         with Stopwatch() as elapsed:
-            for pk in pks:
-                locked_run(Task, InstanceType, pk, reconcile.reconcile_instance_type)
+            run(cluster, pks)
         if profiler:
             profiler.disable()
         assert live_count(fake) == len(pks), (live_count(fake), len(pks))
@@ -290,14 +303,16 @@ def part_a(cluster: Cluster, args) -> dict:
     manifests = [desired_manifest(record) for record in InstanceType.objects.filter(cluster=cluster).order_by("pk")]
     reconcile_all(cluster, pks[:50], RAISED)  # warm-up: imports, first connections, query plans
     raw_apply_all(manifests[:50])
-    samples = {"limited": [], "raised": [], "raw": []}
+    reconcile_all(cluster, pks[:50], RAISED, run=per_record)
+    samples = {"limited": [], "raised": [], "raw": [], "per-record": []}
     runs = {
         "limited": lambda: reconcile_all(cluster, pks, CONFIGURED),
         "raised": lambda: reconcile_all(cluster, pks, RAISED),
         "raw": lambda: raw_apply_all(manifests),
+        "per-record": lambda: reconcile_all(cluster, pks, RAISED, run=per_record),
     }
     for number in range(args.rounds):
-        kinds = ["raised", "raw"] + (["limited"] if number < args.limited_rounds else [])
+        kinds = ["raised", "raw", "per-record"] + (["limited"] if number < args.limited_rounds else [])
         kinds = kinds[number % len(kinds):] + kinds[: number % len(kinds)]  # rotate which goes first
         for kind in kinds:
             samples[kind].append(runs[kind]())
@@ -536,10 +551,10 @@ def report_a(a: dict) -> list[str]:
     wall = {kind: statistics.median(t.wall for t in runs) for kind, runs in samples.items()}
     cpu = {kind: statistics.median(t.cpu for t in runs) for kind, runs in samples.items()}
     paired = {kind: statistics.median(t.wall / r.wall for t, r in zip(samples[kind], samples["raw"], strict=False))
-              for kind in ("limited", "raised")}
+              for kind in ("limited", "raised", "per-record")}
     raw, limited, raised = wall["raw"], wall["limited"], wall["raised"]
     qps, burst = CONFIGURED
-    print(f"\n(a) reconcile-all of {n} instance types ÷ raw server-side apply of the same {n} manifests "
+    print(f"\n(a) reconcile-all of {n} instance types (batches of {BATCH}) ÷ raw server-side apply of the same {n} manifests "
           f"(medians; {len(samples['raw'])} raw, {len(samples['raised'])} raised, {len(samples['limited'])} limited rounds)")
     print(f"    raw apply (plain ApiClient, no limiter, no DB) : {raw:6.2f} s  ({raw / n * 1000:.2f} ms per object; "
           f"CPU of this process {cpu['raw']:.2f} s)")
@@ -548,6 +563,10 @@ def report_a(a: dict) -> list[str]:
     print(f"    reconcile-all, limit raised (QPS/BURST monkeypatched to {RAISED[0]:g}/{RAISED[1]:g}) : {raised:6.2f} s  "
           f"ratio {raised / raw:5.2f}x  (median of per-round ratios {paired['raised']:.2f}x; "
           f"CPU of this process {cpu['raised']:.2f} s, {cpu['raised'] / cpu['raw']:.2f}x raw's)")
+    per_record_wall = wall["per-record"]
+    print(f"    for comparison, the per-record path (one locked_run per record), limit raised : {per_record_wall:6.2f} s  "
+          f"ratio {per_record_wall / raw:5.2f}x  (median of per-round ratios {paired['per-record']:.2f}x; "
+          f"CPU {cpu['per-record']:.2f} s)")
     rest = split["total"] - split["kube"] - split["sql"] - split["commit"]
     print(f"    where one more reconcile-all (limit raised) went, {split['total']:.2f} s: cluster calls {split['kube']:.2f} s "
           f"({int(split['calls'])} calls), SQL {split['sql']:.2f} s ({int(split['queries'])} queries, "

@@ -13,6 +13,7 @@ from .choices import ComputeType, ProvisioningState
 from .models import Cluster, ComputeTarget, InstanceType
 
 MAX_BACKOFF = 300
+BATCH = 100  # instance types per batched reconcile task: one status UPDATE each, short enough to retry
 
 
 def backoff(retries: int, retry_after: float | None) -> float:
@@ -38,6 +39,28 @@ def locked_run(task, model, pk: int, action, related: tuple[str, ...] = ()):
     return row
 
 
+def locked_batch(task, cluster_id: int, ids: list[int]) -> None:
+    """Reconcile the given instance types of one cluster under their row locks (busy rows are skipped: the resync has them).
+
+    On a transient cluster error the statuses written so far are committed and only the records not done are retried;
+    the backoff grows only while a retry makes no progress.
+    """
+    failure = None
+    with transaction.atomic():
+        cluster = Cluster.objects.filter(pk=cluster_id).first()  # unlocked: shared by every record and attachment
+        rows = InstanceType.objects.select_for_update(skip_locked=True, of=("self",))
+        records = list(rows.filter(cluster_id=cluster_id, pk__in=ids).order_by("pk"))
+        try:
+            if cluster is not None and records:
+                reconcile.reconcile_instance_types(cluster, records)
+        except reconcile.Interrupted as exc:
+            failure = exc
+    if failure is not None:
+        progressed = len(failure.unfinished) < len(records)  # then the cluster is answering: start the backoff afresh
+        retries = 0 if progressed else task.request.retries
+        raise task.retry(args=(cluster_id, failure.unfinished), countdown=backoff(retries, failure.retry_after), exc=failure)
+
+
 @shared_task(bind=True, acks_late=True, max_retries=10)
 def reconcile_compute(self, compute_id: int) -> None:
     """Reconcile one compute record; a cluster that just passed its checks is synced (nodes, imports) at once."""
@@ -52,13 +75,19 @@ def reconcile_instance_type(self, instance_type_id: int) -> None:
     locked_run(self, InstanceType, instance_type_id, reconcile.reconcile_instance_type, related=("cluster",))
 
 
+@shared_task(bind=True, acks_late=True, max_retries=10)
+def reconcile_cluster_instance_types(self, cluster_id: int, ids: list[int]) -> None:
+    """Reconcile a batch of one cluster's instance types (what a resync found behind)."""
+    locked_batch(self, cluster_id, ids)
+
+
 @shared_task(bind=True, acks_late=True, max_retries=5)
 def sync_cluster(self, cluster_id: int) -> None:
     """Resync one cluster (drift, imports, garbage, nodes) and reconcile the instance types that need it."""
     behind: list[int] = []
     locked_run(self, Cluster, cluster_id, lambda cluster: behind.extend(reconcile.sync_cluster(cluster)))
-    for pk in behind:
-        reconcile_instance_type.delay(pk)
+    for start in range(0, len(behind), BATCH):
+        reconcile_cluster_instance_types.delay(cluster_id, behind[start:start + BATCH])
 
 
 @shared_task(acks_late=True)

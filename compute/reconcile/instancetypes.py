@@ -8,9 +8,10 @@ from ..choices import ProvisioningState
 from ..manifests import INSTANCE_TYPE_API_VERSION, LABEL_PREFIX, MANAGED_BY, MANAGER, instance_type_manifest
 from ..models import Cluster, InstanceType
 from .computes import cluster_connection
-from .status import problem, record_status
+from .status import problem, set_status
 
 logger = logging.getLogger(__name__)
+DELETED = "deleted"  # what `_reconcile_one` answers instead of the changed fields when the row is to go
 
 
 def desired_manifest(record: InstanceType) -> dict:
@@ -20,26 +21,72 @@ def desired_manifest(record: InstanceType) -> dict:
     )
 
 
+class Interrupted(kube.KubeTransient):
+    """A transient cluster error stopped a batch: the records before it are written, `unfinished` (pks) are not."""
+
+    def __init__(self, cause: kube.KubeTransient, unfinished: list[int]):
+        super().__init__(str(cause), retry_after=cause.retry_after)
+        self.unfinished = unfinished
+
+
 def reconcile_instance_type(record: InstanceType) -> None:
     """Apply (or delete) one instance type's CR and record what the cluster answered (caller holds the lock)."""
-    conn = cluster_connection(record.cluster)
+    reconcile_instance_types(record.cluster, [record])
+
+
+def reconcile_instance_types(cluster: Cluster, records: list[InstanceType]) -> None:
+    """Apply (or delete) the CRs of many records of `cluster`; one UPDATE of the changed statuses, one DELETE (caller holds the locks).
+
+    On a transient cluster error the work done so far is written and `Interrupted` (a KubeTransient naming the
+    records not done) is raised: the caller retries those, the resync catches anything lost.
+    """
+    conn = cluster_connection(cluster)
+    changed: list[InstanceType] = []
+    deleted: list[InstanceType] = []
+    fields: set[str] = set()
+    for index, record in enumerate(records):
+        try:
+            outcome = _reconcile_one(conn, record)
+        except kube.KubeTransient as exc:
+            _write(changed, fields, deleted)
+            raise Interrupted(exc, [rest.pk for rest in records[index:]]) from exc
+        if outcome == DELETED:
+            deleted.append(record)
+        elif outcome:
+            changed.append(record)
+            fields.update(outcome)
+    _write(changed, fields, deleted)
+
+
+def _reconcile_one(conn: kube.Connection | None, record: InstanceType) -> list[str] | str:
+    """Make one record's CR match and set its status in memory; returns the changed status fields, or DELETED."""
     if conn is None:
-        record_status(record, ProvisioningState.CREATING, [problem("Waiting", "No attachment of this cluster has passed its checks yet.")])
-        return
+        if record.provisioning_state == ProvisioningState.DELETING:
+            return DELETED  # never connected, so no CR of ours exists there
+        waiting = [problem("Waiting", "No attachment of this cluster has passed its checks yet.")]
+        return set_status(record, ProvisioningState.CREATING, waiting)
     try:
         if record.provisioning_state == ProvisioningState.DELETING:
             kube.delete(conn, INSTANCE_TYPE_API_VERSION, "InstanceType", record.name)
             logger.info("Deleted InstanceType %s", record.name)
-            record.delete()
-            return
+            return DELETED
         desired = desired_manifest(record)
         live = kube.apply(conn, desired)
         if live.get("spec") != desired["spec"]:  # fields someone else added (kubectl edit) survive an apply
             live = kube.replace_spec(conn, desired)
     except kube.KubeRejected as exc:
-        record_status(record, ProvisioningState.FAILED, [problem(exc.reason or "Rejected", str(exc))])
-        return
-    record_status(record, ProvisioningState.SUCCEEDED, [], observed_spec=live.get("spec"))
+        return set_status(record, ProvisioningState.FAILED, [problem(exc.reason or "Rejected", str(exc))])
+    return set_status(record, ProvisioningState.SUCCEEDED, [], observed_spec=live.get("spec"))
+
+
+def _write(changed: list[InstanceType], fields: set[str], deleted: list[InstanceType]) -> None:
+    """Store the batch's outcome: the changed status fields of the changed rows in one UPDATE, the deleted rows in one DELETE."""
+    if changed:
+        InstanceType.objects.bulk_update(changed, sorted(fields))
+    if deleted:
+        InstanceType.objects.filter(pk__in=[record.pk for record in deleted]).delete()
+        for record in deleted:
+            record.pk = None  # as Model.delete() leaves it
 
 
 def _ours(cr: dict, cluster: Cluster) -> bool:

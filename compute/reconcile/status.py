@@ -2,12 +2,18 @@
 from django.db import models
 
 
-def record_status(record: models.Model, state: str, errors: list[dict], **observed) -> bool:
-    """Set provisioning state/errors, observed_generation and any extra observed fields; save only what changed."""
+def set_status(record: models.Model, state: str, errors: list[dict], **observed) -> list[str]:
+    """Set provisioning state/errors, observed_generation and any extra observed fields in memory; returns the changed ones."""
     values = {"provisioning_state": state, "provisioning_errors": errors, "observed_generation": record.generation, **observed}
     changed = [key for key, value in values.items() if getattr(record, key) != value]
     for key in changed:
         setattr(record, key, values[key])
+    return changed
+
+
+def record_status(record: models.Model, state: str, errors: list[dict], **observed) -> bool:
+    """Set the status as `set_status` does and save only what changed."""
+    changed = set_status(record, state, errors, **observed)
     if changed:
         record.save(update_fields=changed)
     return bool(changed)

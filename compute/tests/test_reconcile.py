@@ -271,3 +271,141 @@ def test_an_invalid_body_writes_nothing_to_the_database_or_the_cluster(owner_api
     run_instance_types(compute.cluster)
     assert not InstanceType.objects.exists() and AuditEvent.objects.count() == events
     assert fake_kube.requests.writes() == [] and crs(fake_kube) == {}
+
+
+# --- the batched reconcile (what the resync enqueues) -------------------------------------------------------------
+
+SHAPE = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+
+
+class Task:
+    """What compute.tasks.locked_batch needs of a bound Celery task; `retry` hands back what it was asked."""
+
+    class request:
+        retries = 0
+
+    @staticmethod
+    def retry(**kwargs):
+        return RetryRequested(kwargs)
+
+
+class RetryRequested(Exception):
+    pass
+
+
+def make_records(cluster, count, prefix="it"):
+    return [InstanceType.objects.create(cluster=cluster, name=f"{prefix}-{number:03d}", **SHAPE) for number in range(count)]
+
+
+def batch(cluster):
+    """Every record of the cluster, fresh from the database, as the batch task reads them."""
+    return list(InstanceType.objects.filter(cluster=cluster).order_by("pk"))
+
+
+@pytest.mark.parametrize("count", [3, 30])
+def test_batch_applies_every_cr_and_writes_statuses_in_constant_queries(owner_api, fake_kube, count):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    cluster = attach(owner_api, fake_kube).cluster
+    make_records(cluster, count)
+    records = batch(cluster)
+    with CaptureQueriesContext(connection) as queries:
+        reconcile.reconcile_instance_types(cluster, records)
+    assert len(queries) == 1, [query["sql"][:120] for query in queries.captured_queries]  # one bulk UPDATE, whatever N
+    assert set(crs(fake_kube)) == {record.name for record in records}
+    for record in batch(cluster):
+        assert record.provisioning_state == ProvisioningState.SUCCEEDED and record.observed_generation == record.generation
+        assert record.observed_spec == crs(fake_kube)[record.name]["spec"]
+
+
+def test_a_rejected_record_fails_and_the_others_succeed(owner_api, fake_kube, monkeypatch):
+    cluster = attach(owner_api, fake_kube).cluster
+    make_records(cluster, 5)
+    apply = kube.apply
+
+    def refusing(conn, manifest):
+        if manifest["metadata"]["name"] == "it-002":
+            raise kube.KubeRejected("spec.resources: Invalid value", 422, "Invalid")
+        return apply(conn, manifest)
+
+    monkeypatch.setattr(kube, "apply", refusing)
+    reconcile.reconcile_instance_types(cluster, batch(cluster))
+    states = {record.name: (record.provisioning_state, record.provisioning_errors) for record in batch(cluster)}
+    assert states.pop("it-002") == (ProvisioningState.FAILED, [{"code": "Invalid", "message": "spec.resources: Invalid value"}])
+    assert all(state == ProvisioningState.SUCCEEDED and errors == [] for state, errors in states.values()), states
+    assert set(crs(fake_kube)) == {"it-000", "it-001", "it-003", "it-004"}
+
+
+def test_a_transient_error_midway_keeps_what_was_written_and_retries_the_rest(owner_api, fake_kube):
+    from compute.tasks import locked_batch
+
+    cluster = attach(owner_api, fake_kube).cluster
+    make_records(cluster, 6)
+    ids = [record.pk for record in batch(cluster)]
+    fake_kube.faults.once("500", verb="patch", path="it-003$")
+    with pytest.raises(RetryRequested) as retry:
+        locked_batch(Task, cluster.pk, ids)
+    asked = retry.value.args[0]
+    assert asked["args"] == (cluster.pk, ids[3:]) and isinstance(asked["exc"], kube.KubeTransient)
+    states = {record.name: record.provisioning_state for record in batch(cluster)}  # committed: read outside the task
+    assert [states[f"it-{number:03d}"] for number in range(6)] == [ProvisioningState.SUCCEEDED] * 3 + [ProvisioningState.CREATING] * 3
+    locked_batch(Task, cluster.pk, ids[3:])  # the retry
+    assert {record.provisioning_state for record in batch(cluster)} == {ProvisioningState.SUCCEEDED}
+    assert len(crs(fake_kube)) == 6
+
+
+def test_batch_deletes_the_deleting_records_and_their_crs(owner_api, fake_kube):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    cluster = attach(owner_api, fake_kube).cluster
+    make_records(cluster, 6)
+    reconcile.reconcile_instance_types(cluster, batch(cluster))
+    InstanceType.objects.filter(name__in=["it-001", "it-004"]).update(provisioning_state=ProvisioningState.DELETING)
+    records = batch(cluster)
+    with CaptureQueriesContext(connection) as queries:
+        reconcile.reconcile_instance_types(cluster, records)
+    assert [query["sql"].split()[0] for query in queries.captured_queries] == ["DELETE"]  # the others had nothing new
+    assert sorted(InstanceType.objects.filter(cluster=cluster).values_list("name", flat=True)) == ["it-000", "it-002", "it-003", "it-005"]
+    assert set(crs(fake_kube)) == {"it-000", "it-002", "it-003", "it-005"}
+
+
+def test_a_second_batch_run_writes_nothing(owner_api, fake_kube):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    cluster = attach(owner_api, fake_kube).cluster
+    make_records(cluster, 10)
+    reconcile.reconcile_instance_types(cluster, batch(cluster))
+    fake_kube.requests.clear()
+    records = batch(cluster)
+    with CaptureQueriesContext(connection) as queries:
+        reconcile.reconcile_instance_types(cluster, records)
+    assert queries.captured_queries == []
+    assert {call.verb for call in fake_kube.requests.all()} == {"patch"}  # applies are idempotent: the CRs are unchanged
+
+
+def test_the_resync_enqueues_the_records_behind_in_batches(owner_api, fake_kube, monkeypatch):
+    from compute import tasks
+
+    cluster = attach(owner_api, fake_kube).cluster
+    make_records(cluster, 5)
+    monkeypatch.setattr(tasks, "BATCH", 2)
+    sent = []
+    monkeypatch.setattr(tasks.reconcile_cluster_instance_types, "delay", lambda *args: sent.append(args))
+    monkeypatch.setattr(tasks.reconcile_instance_type, "delay", lambda pk: pytest.fail("one task per record"))
+    tasks.sync_cluster.run(cluster.pk)
+    behind = sorted(pk for _, ids in sent for pk in ids)
+    assert [len(ids) for _, ids in sent] == [2, 2, 1] and {cluster_id for cluster_id, _ in sent} == {cluster.pk}
+    assert behind == sorted(InstanceType.objects.filter(cluster=cluster).values_list("pk", flat=True))
+
+
+def test_deleting_before_any_attachment_passed_removes_the_record(owner_api, workspace, fake_kube):
+    body = {"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()}
+    owner_api.post(f"{BASE}/", body, format="json")  # never reconciled: the cluster has no credentials yet
+    shape = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    owner_api.post(f"{BASE}/k8s/instancetypes/", shape, format="json")
+    owner_api.delete(f"{BASE}/k8s/instancetypes/small/")
+    run_instance_types(Cluster.objects.get())
+    assert not InstanceType.objects.exists()

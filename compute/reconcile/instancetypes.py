@@ -1,6 +1,8 @@
 """Instance types: records → InstanceType CRs, and the cluster resync (drift, import, garbage collection, nodes)."""
+import json
 import logging
 
+from django.db import connection
 from django.utils import timezone
 
 from .. import kube, shapes
@@ -79,14 +81,35 @@ def _reconcile_one(conn: kube.Connection | None, record: InstanceType) -> list[s
     return set_status(record, ProvisioningState.SUCCEEDED, [], observed_spec=live.get("spec"))
 
 
+STATUS_FIELDS = ("provisioning_state", "provisioning_errors", "observed_generation", "observed_spec")
+STATUS_ROW = "(%s::bigint, %s::text, %s::jsonb, %s::bigint, %s::jsonb)"
+
+
 def _write(changed: list[InstanceType], fields: set[str], deleted: list[InstanceType]) -> None:
     """Store the batch's outcome: the changed status fields of the changed rows in one UPDATE, the deleted rows in one DELETE."""
-    if changed:
+    if changed and connection.vendor == "postgresql":
+        _update_statuses(changed)
+    elif changed:
         InstanceType.objects.bulk_update(changed, sorted(fields))
     if deleted:
         InstanceType.objects.filter(pk__in=[record.pk for record in deleted]).delete()
         for record in deleted:
             record.pk = None  # as Model.delete() leaves it
+
+
+def _update_statuses(records: list[InstanceType]) -> None:
+    """One UPDATE … FROM (VALUES …): bulk_update's CASE per row and field cost more than the applies themselves."""
+    params = []
+    for record in records:
+        spec = None if record.observed_spec is None else json.dumps(record.observed_spec)  # None stays SQL NULL
+        params += [record.pk, record.provisioning_state, json.dumps(record.provisioning_errors), record.observed_generation, spec]
+    sql = (
+        f"UPDATE {InstanceType._meta.db_table} AS t SET provisioning_state = v.state, provisioning_errors = v.errors, "
+        "observed_generation = v.generation, observed_spec = v.spec "
+        f"FROM (VALUES {', '.join([STATUS_ROW] * len(records))}) AS v(id, state, errors, generation, spec) WHERE t.id = v.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _ours(cr: dict, cluster: Cluster) -> bool:

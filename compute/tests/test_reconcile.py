@@ -335,6 +335,7 @@ def test_a_rejected_record_fails_and_the_others_succeed(owner_api, fake_kube, mo
     assert states.pop("it-002") == (ProvisioningState.FAILED, [{"code": "Invalid", "message": "spec.resources: Invalid value"}])
     assert all(state == ProvisioningState.SUCCEEDED and errors == [] for state, errors in states.values()), states
     assert set(crs(fake_kube)) == {"it-000", "it-001", "it-003", "it-004"}
+    assert InstanceType.objects.filter(name="it-002", observed_spec__isnull=True).exists()  # SQL NULL, not JSON null
 
 
 def test_a_transient_error_midway_keeps_what_was_written_and_retries_the_rest(owner_api, fake_kube):

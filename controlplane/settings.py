@@ -212,6 +212,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         data_folder_in=str(_BROKER_DIR / "queue"),
         data_folder_out=str(_BROKER_DIR / "queue"),
         processed_folder=str(_BROKER_DIR / "processed"),
+        control_folder=str(_BROKER_DIR / "control"),  # kombu's default is ./control, in whatever folder runs it
         store_processed=False,
     )
     (_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)

@@ -113,13 +113,8 @@ def create_compute(state: State, source: str, assignments: tuple[str, ...]) -> N
         raise InvalidInput(
             f"`type` must be one of: {', '.join(COMPUTE_TYPES)} (got {document.body.get('type')!r}).", target="type",
         )
-    workspace = state.workspace
-    client = state.client()
-    body = compute_body(document)
-    try:
-        created = client.post(computes_path(workspace), body).body
-    except ApiError as error:
-        raise not_found_in_workspace(client, workspace, body.get("name", ""), error) from None
+    workspace, client = state.workspace, state.client()
+    created = post_compute(client, workspace, document)
     print_written(created, state.output, f"compute/{created['name']} created")
 
 
@@ -240,13 +235,8 @@ def attach_compute(state: State, source: str | None, name: str | None, kubeconfi
     databricks …) are accepted from a file too.
     """
     document = attach_document(source, name, kubeconfig, context, namespace, node_selector)
-    workspace = state.workspace
-    client = state.client()
-    body = compute_body(document)
-    try:
-        created = client.post(computes_path(workspace), body).body
-    except ApiError as error:
-        raise not_found_in_workspace(client, workspace, body.get("name", ""), error) from None
+    workspace, client = state.workspace, state.client()
+    created = post_compute(client, workspace, document)
     label = f"compute/{created['name']}"
     table = state.output == "table"
     if table:
@@ -294,3 +284,12 @@ def list_nodes(state: State, name: str) -> None:
     except ApiError as error:
         raise not_found_in_workspace(client, workspace, name, error) from None
     print_list(rows, NODE_COLUMNS, state.output, empty_message=f"No nodes known for compute '{name}' yet (the cluster is synced periodically).")
+
+
+def post_compute(client: ApiClient, workspace: str, document) -> dict:
+    """Create a compute from a loaded document; a 404 says whether the workspace is missing or hidden."""
+    body = compute_body(document)
+    try:
+        return client.post(computes_path(workspace), body).body
+    except ApiError as error:
+        raise not_found_in_workspace(client, workspace, body.get("name", ""), error) from None

@@ -141,12 +141,14 @@ def path_for(api_version: str, kind: str, name: str | None = None, namespace: st
     return "/".join(parts)
 
 
-def request(conn: Connection, method: str, path: str, *, query: list | None = None, body=None, content_type: str | None = None):
-    """One call; returns the decoded JSON body (or None), raises KubeTransient / KubeRejected / KubeNotFound."""
+def request(conn: Connection, method: str, path: str, *, query: list | None = None, body=None, content_type: str | None = None,
+            text: bool = False):
+    """One call; returns the decoded JSON body (or None; the text when `text`), raises KubeTransient / KubeRejected / KubeNotFound."""
     api = _client(conn)
     _buckets[conn.key].wait()
     _respect_retry_after(conn)  # after the rate limiter's sleep, so the check is as fresh as it can be
-    headers = {"Accept": "application/json", **({"Content-Type": content_type} if content_type else {})}
+    accept = "text/plain, */*" if text else "application/json"
+    headers = {"Accept": accept, **({"Content-Type": content_type} if content_type else {})}
     try:
         response = api.call_api(
             path, method, query_params=query or [], header_params=headers, body=body,
@@ -157,6 +159,8 @@ def request(conn: Connection, method: str, path: str, *, query: list | None = No
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise KubeTransient(f"The cluster did not answer ({type(exc).__name__}).") from None
     data = response[0].data if isinstance(response, tuple) else response.data
+    if text:
+        return (data or b"").decode("utf-8", errors="replace")
     return json.loads(data) if data else None
 
 
@@ -233,6 +237,12 @@ def delete(conn: Connection, api_version: str, kind: str, name: str, namespace: 
         request(conn, "DELETE", path_for(api_version, kind, name, namespace), body=body, content_type="application/json")
     except KubeNotFound:
         pass
+
+
+def pod_log(conn: Connection, namespace: str, pod: str, container: str, since_time: str | None = None) -> str:
+    """A container's log with RFC 3339 timestamps, from `since_time` (whole seconds: the API's precision) on."""
+    query = [("container", container), ("timestamps", "true")] + ([("sinceTime", since_time)] if since_time else [])
+    return request(conn, "GET", path_for("v1", "Pod", pod, namespace, sub="log"), query=query, text=True)
 
 
 def list_objects(conn: Connection, api_version: str, kind: str, namespace: str | None = None, selector: str = "") -> list[dict]:

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "workspaces",
     "compute",
+    "jobs",
     "frontend",
 ]
 
@@ -224,6 +225,7 @@ DOCKYARD_KUBE_BURST = int(os.environ.get("DOCKYARD_KUBE_BURST", "40"))
 DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
+    "resync-jobs": {"task": "jobs.tasks.resync_jobs", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
 }
 
 # Dockyard
@@ -241,3 +243,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Local jobs: one folder per job (log, pid, exit code, working directory) on the worker's host.
+DOCKYARD_JOB_DIR = Path(os.environ.get("DOCKYARD_JOB_DIR", VAR_DIR / "jobs"))
+# A running job whose worker has not looked at it for this long is picked up by another look (resync, worker start).
+DOCKYARD_JOB_STALE_SECONDS = int(os.environ.get("DOCKYARD_JOB_STALE_SECONDS", "10"))

@@ -1,0 +1,1 @@
+"""Runners for targets that are not Kubernetes: processes on the worker's own host (`local`)."""

@@ -1,0 +1,101 @@
+"""Command jobs: the record (desired state + observed status), its log lines and its events."""
+from django.conf import settings
+from django.db import models
+
+from compute.models import ComputeTarget
+from workspaces.models import Workspace
+
+from .choices import JobStatus, Target
+
+
+class Job(models.Model):
+    """A command job: the validated spec, where it runs, and the status reconcile observes."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=255)
+    display_name = models.CharField(max_length=255, blank=True)
+    experiment_name = models.CharField(max_length=255, default="Default")
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=dict, blank=True)
+    # The job as Azure ML YAML fields, validated and with defaults filled in (see jobs/spec.py).
+    spec = models.JSONField(default=dict)
+    # As written: "" (serverless), "local", or a compute name; `compute` is where it actually runs.
+    compute_name = models.CharField(max_length=64, blank=True)
+    target = models.CharField(max_length=16, choices=Target.choices)
+    compute = models.ForeignKey(ComputeTarget, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    instance_type = models.CharField(max_length=253, blank=True)
+
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.NOT_STARTED)
+    status_reason = models.TextField(blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    start_time = models.DateTimeField(null=True, blank=True)
+    end_time = models.DateTimeField(null=True, blank=True)
+
+    generation = models.PositiveBigIntegerField(default=1)
+    observed_generation = models.PositiveBigIntegerField(default=0)
+    deleting = models.BooleanField(default=False)  # a finalizer: the row goes once the cluster objects are gone
+    # What the runner needs to find the work again after a crash (pid/pgid/host, Kubernetes names, log marks).
+    runner = models.JSONField(default=dict, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # last time a worker looked at the running job
+    manifests = models.JSONField(default=list, blank=True)  # the Kubernetes objects as rendered, for the studio
+    log_line_count = models.PositiveIntegerField(default=0)
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="job_unique_name")]
+        indexes = [
+            models.Index(fields=["workspace", "-created_at", "-id"], name="job_ws_created"),
+            models.Index(fields=["status"], name="job_status"),
+        ]
+
+    def __str__(self):
+        return f"{self.workspace_id}/{self.name}"
+
+    @property
+    def duration(self) -> float | None:
+        if self.start_time is None:
+            return None
+        end = self.end_time
+        if end is None:
+            from django.utils import timezone
+
+            end = timezone.now()
+        return round((end - self.start_time).total_seconds(), 3)
+
+
+class JobLogLine(models.Model):
+    """One line of a job's output, numbered from 0; `source` names the rank or pod it came from."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="log_lines")
+    seq = models.PositiveIntegerField()
+    source = models.CharField(max_length=253, blank=True)
+    text = models.TextField()
+    time = models.DateTimeField()
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="joblog_unique_seq")]
+
+
+class JobEvent(models.Model):
+    """Something that happened to a job: a status change, a Kubernetes event, a placement."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    time = models.DateTimeField()
+    type = models.CharField(max_length=16, default="Normal")  # Normal | Warning, as Kubernetes events
+    reason = models.CharField(max_length=64)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["time", "id"]
+
+
+class JobSync(models.Model):
+    """The observation loop of one compute's Kubernetes jobs: its row lock keeps one loop per compute."""
+
+    compute = models.OneToOneField(ComputeTarget, on_delete=models.CASCADE, related_name="+")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -1,0 +1,169 @@
+"""Kubernetes jobs: submit the Job once (deterministic name), observe Jobs and pods per compute, fetch logs, stop."""
+import logging
+
+from compute import kube
+from compute.manifests import GPU, managed_selector
+from compute.reconcile.computes import connection_for
+from compute.selectors import instance_type_get
+
+from ..choices import ACTIVE, JobStatus
+from ..manifests import CONTAINER, job_manifests, kube_job_name
+from ..models import Job
+from ..podstatus import observe, rank_of
+from .status import append_lines, save, transition
+
+logger = logging.getLogger(__name__)
+
+JOB_LABEL = "dockyard.dev/job"
+
+
+def _namespace(job: Job) -> str:
+    return job.compute.properties.get("namespace", "default")
+
+
+def _shape(row: dict) -> dict:
+    limits = dict(row["resources"]["limits"])
+    gpu = limits.pop(GPU, None) or 0
+    return {"requests": dict(row["resources"]["requests"]), "limits": limits, "gpu": gpu}
+
+
+def render(job: Job) -> list[dict] | None:
+    """The manifests for a placed job (None when its instance type is gone)."""
+    row = instance_type_get(compute=job.compute, name=job.instance_type)
+    if row is None:
+        return None
+    return job_manifests(
+        spec=job.spec, job_name=kube_job_name(job.workspace.name, job.name), namespace=_namespace(job),
+        workspace=job.workspace.name, shape=_shape(row), node_selector=row["effective_node_selector"],
+    )
+
+
+def submit_kubernetes(job: Job) -> None:
+    """Create the job's objects with server-side apply (a retry applies the same objects: no second Job)."""
+    manifests = render(job)
+    if manifests is None:
+        reason = f"The instance type '{job.instance_type}' no longer exists on compute '{job.compute.name}'."
+        save(job, transition(job, JobStatus.FAILED, reason))
+        return
+    conn = connection_for(job.compute)
+    try:
+        for manifest in manifests:
+            kube.apply(conn, manifest)
+    except kube.KubeRejected as exc:
+        save(job, transition(job, JobStatus.FAILED, f"The cluster refused the job: {exc}") + _remember(job, manifests))
+        return
+    name = manifests[-1]["metadata"]["name"]
+    fields = _remember(job, manifests, submitted=True)
+    save(job, fields + transition(job, JobStatus.QUEUED, f"Submitted as Job {name}; waiting for its pods to be scheduled."))
+
+
+def _remember(job: Job, manifests: list[dict], submitted: bool = False) -> list[str]:
+    job.manifests = manifests
+    job.runner = {"namespace": manifests[-1]["metadata"]["namespace"], "job": manifests[-1]["metadata"]["name"],
+                  "submitted": submitted, "pods": job.runner.get("pods", {})}
+    return ["manifests", "runner"]
+
+
+def stop_kubernetes(job: Job) -> bool:
+    """Delete the Job (foreground: pods first) and its Service, keeping the logs; True once they are gone."""
+    if not job.runner.get("job"):
+        return True
+    conn = connection_for(job.compute)
+    namespace, name = job.runner["namespace"], job.runner["job"]
+    try:
+        pods = kube.list_objects(conn, "v1", "Pod", namespace, f"{JOB_LABEL}={name}")
+        collect_logs(job, conn, pods)
+    except kube.KubeRejected as exc:
+        logger.info("Could not keep the last logs of %s: %s", job.name, exc)
+    kube.delete(conn, "batch/v1", "Job", name, namespace)
+    kube.delete(conn, "v1", "Service", name, namespace)
+    return kube.get(conn, "batch/v1", "Job", name, namespace) is None
+
+
+def observe_compute(compute, jobs: list[Job]) -> dict[int, tuple]:
+    """One LIST of Jobs and one of pods for the compute: {job id: (Observed, pods)} for the given jobs."""
+    conn = connection_for(compute)
+    namespace = compute.properties.get("namespace", "default")
+    selector = managed_selector("job")
+    live = {item["metadata"]["name"]: item for item in kube.list_objects(conn, "batch/v1", "Job", namespace, selector)}
+    pods_by_job: dict[str, list[dict]] = {}
+    for pod in kube.list_objects(conn, "v1", "Pod", namespace, selector):
+        pods_by_job.setdefault((pod["metadata"].get("labels") or {}).get(JOB_LABEL, ""), []).append(pod)
+    result = {}
+    for job in jobs:
+        name = job.runner["job"]
+        selector_used = (job.manifests[-1]["spec"]["template"]["spec"].get("nodeSelector") or {}) if job.manifests else {}
+        pods = sorted(pods_by_job.get(name, []), key=rank_of)
+        result[job.pk] = (observe(live.get(name), pods, selector_used, (job.spec.get("limits") or {}).get("timeout")), pods)
+    return result
+
+
+def apply_observation(job: Job, observed, pods: list[dict], conn=None) -> None:
+    """Write what the cluster said about a job whose row the caller locked (a cancel in between wins)."""
+    if job.status not in ACTIVE or job.status == JobStatus.CANCEL_REQUESTED or job.deleting:
+        return
+    try:
+        collect_logs(job, conn or connection_for(job.compute), pods)
+    except kube.KubeRejected as exc:
+        logger.info("Logs of %s not fetched: %s", job.name, exc)
+    when = _parse_time(observed.started_at) if observed.started_at else None
+    fields = transition(job, observed.status, observed.reason, exit_code=observed.exit_code)
+    if observed.status in (JobStatus.RUNNING, JobStatus.COMPLETED, JobStatus.FAILED) and when and job.start_time is None:
+        job.start_time = when
+        fields.append("start_time")
+    save(job, fields)
+
+
+def _parse_time(value: str):
+    from django.utils.dateparse import parse_datetime
+
+    return parse_datetime(value)
+
+
+def collect_logs(job: Job, conn: kube.Connection, pods: list[dict]) -> None:
+    """Append each pod's new lines (all ranks); a pod that has ended is read one last time and then left alone."""
+    marks = dict(job.runner.get("pods") or {})
+    several = len(pods) > 1 or job.spec.get("resources", {}).get("instance_count", 1) > 1
+    changed = False
+    for pod in pods:
+        name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
+        mark = marks.get(name, {})
+        if mark.get("done") or phase not in ("Running", "Succeeded", "Failed"):
+            continue
+        text = kube.pod_log(conn, job.runner["namespace"], name, CONTAINER, _since(mark.get("since")))
+        lines, mark = _new_lines(text, mark)
+        append_lines(job, [(f"rank-{rank_of(pod)}" if several else "", line) for line in lines])
+        marks[name] = {**mark, "done": phase != "Running"}
+        changed = True
+    if changed:
+        job.runner = {**job.runner, "pods": marks}
+        job.save(update_fields=["runner", "updated_at"])
+
+
+def _since(stamp: str | None) -> str | None:
+    return stamp[:19] + "Z" if stamp else None  # sinceTime is whole seconds; the lines then are filtered by stamp
+
+
+def _stamp_key(stamp: str) -> tuple[str, int]:
+    seconds, _, fraction = stamp.rstrip("Z").partition(".")
+    return seconds, int((fraction + "000000000")[:9]) if fraction else 0
+
+
+def _new_lines(text: str, mark: dict) -> tuple[list[str], dict]:
+    """Lines after the last stored one: later stamps, or the same stamp beyond the lines already taken."""
+    since = _stamp_key(mark["since"]) if mark.get("since") else None
+    taken_at_since = mark.get("taken", 0)
+    lines, last, taken = [], mark.get("since"), taken_at_since
+    for raw in text.splitlines():
+        stamp, _, line = raw.partition(" ")
+        key = _stamp_key(stamp)
+        if since is not None and key < since:
+            continue
+        if since is not None and key == since:
+            if taken_at_since > 0:
+                taken_at_since -= 1
+                continue
+        lines.append(line)
+        taken = taken + 1 if last is not None and _stamp_key(last) == key else 1
+        last = stamp
+    return lines, {"since": last, "taken": taken}

@@ -1,0 +1,33 @@
+"""Read paths for jobs: lists, one job, log pages and events."""
+from django.db.models import F, QuerySet
+
+from workspaces.models import Workspace
+
+from .models import Job, JobEvent, JobLogLine
+
+MAX_LOG_PAGE = 5000
+
+
+def job_list(*, workspace: Workspace) -> QuerySet[Job]:
+    """A workspace's jobs (newest first) without the heavy columns a list does not show."""
+    return (Job.objects.filter(workspace=workspace, deleting=False)
+            .defer("manifests", "runner").annotate(created_by_name=F("created_by__username"), compute_ref=F("compute__name")))
+
+
+def job_get(*, workspace: Workspace, name: str) -> Job:
+    return Job.objects.select_related("workspace", "compute", "created_by").get(workspace=workspace, name=name)
+
+
+def log_lines(*, job: Job, after: int, limit: int) -> list[JobLogLine]:
+    """Lines with seq ≥ `after`, oldest first."""
+    return list(JobLogLine.objects.filter(job=job, seq__gte=after).order_by("seq")[: min(limit, MAX_LOG_PAGE)])
+
+
+def log_text(*, job: Job) -> str:
+    """The whole log as text (download)."""
+    rows = JobLogLine.objects.filter(job=job).order_by("seq").values_list("source", "text")
+    return "".join(f"[{source}] {text}\n" if source else f"{text}\n" for source, text in rows.iterator(chunk_size=2000))
+
+
+def event_list(*, job: Job) -> QuerySet[JobEvent]:
+    return JobEvent.objects.filter(job=job).order_by("time", "id")

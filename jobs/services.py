@@ -1,0 +1,196 @@
+"""Changes to jobs: validate the YAML, resolve where it runs, save, audit, enqueue reconcile after commit."""
+import secrets
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+
+from compute import capabilities
+from compute.choices import ComputeType, ProvisioningState
+from compute.models import ComputeTarget
+from compute.selectors import instance_type_get, instance_type_list
+from controlplane.api import BadRequest, Conflict
+from workspaces.audit import audit_record, changed_fields
+from workspaces.choices import AuditAction
+from workspaces.models import Workspace
+
+from .choices import CANCELABLE, JobStatus, Target
+from .models import Job, JobEvent
+from .spec import SpecErrors, parse_job
+
+EDITABLE = ("display_name", "description", "tags")
+ADJECTIVES = "amber brave calm eager fair gentle honest jolly keen lively mellow nimble proud quiet rapid shy tidy vivid witty zesty".split()
+NOUNS = "otter maple heron comet river cedar falcon lantern meadow pebble quartz harbor willow ember orchid glacier".split()
+
+
+def _invalid(errors: list[tuple[str, str]]) -> BadRequest:
+    details = [{"target": path, "message": message} for path, message in errors]
+    first = details[0]
+    return BadRequest(f"{first['target']}: {first['message']}" if first["target"] else first["message"], code="InvalidJob", details=details)
+
+
+def _generated_name(workspace: Workspace) -> str:
+    """Azure ML style: two words and a random suffix, unique in the workspace."""
+    while True:
+        name = f"{secrets.choice(ADJECTIVES)}_{secrets.choice(NOUNS)}_{secrets.token_hex(4)}"
+        if not Job.objects.filter(workspace=workspace, name=name).exists():
+            return name
+
+
+def _resolve_local(spec: dict) -> tuple[str, None, str]:
+    if not settings.DOCKYARD_LOCAL_COMPUTE:
+        raise _invalid([("compute", "The local compute is turned off on this server (DOCKYARD_LOCAL_COMPUTE).")])
+    errors = []
+    if spec["resources"]["instance_count"] > 1:
+        errors.append(("resources.instance_count", "A local job runs one process on the worker's host: instance_count must be 1."))
+    if spec.get("distribution"):
+        errors.append(("distribution", "Distributed training needs a Kubernetes compute; a local job runs one process."))
+    if errors:
+        raise _invalid(errors)
+    return Target.LOCAL, None, ""
+
+
+def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget, str]:
+    name = spec["compute"]
+    compute = ComputeTarget.objects.select_related("cluster").filter(workspace=workspace, name=name).first()
+    if compute is None or compute.provisioning_state == ProvisioningState.DELETING:
+        known = sorted(ComputeTarget.objects.filter(workspace=workspace).values_list("name", flat=True))
+        hint = f" Computes here: {', '.join(['local', *known])}." if known else " Use 'local' or attach a compute first."
+        raise _invalid([("compute", f"There is no compute '{name}' in workspace '{workspace.name}'.{hint}")])
+    if not capabilities.supports(compute.type, "command_jobs"):
+        raise _invalid([("compute", f"A {compute.get_type_display()} ({compute.type}) compute cannot run command jobs.")])
+    if compute.type != ComputeType.KUBERNETES:
+        raise _invalid([("compute", f"Dockyard runs command jobs on kubernetes computes and on local; '{name}' is a "
+                                    f"{compute.type} record without a backend here yet.")])
+    _check_container_job(spec)
+    wanted = spec["resources"].get("instance_type")
+    if wanted and instance_type_get(compute=compute, name=wanted) is None:
+        known = ", ".join(row["name"] for row in instance_type_list(compute=compute))
+        raise _invalid([("resources.instance_type", f"Compute '{name}' has no instance type '{wanted}' (it has: {known}).")])
+    return Target.KUBERNETES, compute, wanted or "defaultinstancetype"
+
+
+def _check_container_job(spec: dict) -> None:
+    errors = []
+    environment = spec.get("environment") or {}
+    if not environment.get("image"):
+        errors.append(("environment.image", "A job on Kubernetes runs in a container: environment.image is required."))
+    if "venv" in environment:
+        errors.append(("environment.venv", "environment.venv applies to local jobs only."))
+    distribution = spec.get("distribution") or {}
+    if distribution.get("type") == "tensorflow":
+        if distribution.get("parameter_server_count"):
+            errors.append(("distribution.parameter_server_count", "Parameter servers are not supported; use workers only."))
+        if distribution.get("worker_count") != spec["resources"]["instance_count"]:
+            errors.append(("distribution.worker_count", "worker_count must equal resources.instance_count (one worker per pod)."))
+    if errors:
+        raise _invalid(errors)
+
+
+def _placement(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget | None, str]:
+    if spec["compute"] == "local":
+        return _resolve_local(spec)
+    if spec["compute"]:
+        return _resolve_compute(workspace, spec)
+    _check_container_job(spec)
+    return Target.SERVERLESS, None, ""
+
+
+def _enqueue(job: Job) -> None:
+    """Ask for a reconcile once the change is committed; if the broker is down the resync catches up."""
+    from .tasks import reconcile_job
+
+    transaction.on_commit(partial(reconcile_job.delay, job.pk), robust=True)
+
+
+@transaction.atomic
+def job_create(*, user, workspace: Workspace, data: dict) -> Job:
+    """Submit a command job; reconcile places, starts and follows it."""
+    try:
+        spec = parse_job(data)
+    except SpecErrors as exc:
+        raise _invalid(exc.errors) from None
+    target, compute, instance_type = _placement(workspace, spec)
+    if spec["name"] and Job.objects.filter(workspace=workspace, name=spec["name"]).exists():
+        raise Conflict(f"A job named '{spec['name']}' already exists in workspace '{workspace.name}'.")
+    spec["name"] = spec["name"] or _generated_name(workspace)
+    job = Job.objects.create(
+        workspace=workspace, name=spec["name"], display_name=spec.get("display_name") or spec["name"],
+        experiment_name=spec["experiment_name"], description=spec.get("description", ""), tags=spec.get("tags", {}),
+        spec=spec, compute_name=spec["compute"], target=target, compute=compute, instance_type=instance_type,
+        created_by=user,
+    )
+    JobEvent.objects.create(job=job, time=job.created_at, reason=JobStatus.NOT_STARTED, message=_submitted(job))
+    audit_record(actor=user, action=AuditAction.CREATE, target_type="job", target_name=job.name, workspace=workspace,
+                 changes={"compute": [None, job.compute_name or "serverless"]})
+    _enqueue(job)
+    return job
+
+
+def _submitted(job: Job) -> str:
+    where = {Target.LOCAL: "on the worker's host (local)", Target.SERVERLESS: "serverless: Dockyard picks the compute"}
+    return "Submitted, " + where.get(job.target, f"to compute '{job.compute_name}' with instance type '{job.instance_type}'") + "."
+
+
+@transaction.atomic
+def job_update(*, user, job: Job, patch: dict) -> Job:
+    """Change a job's display fields (the rest of a submitted job is fixed)."""
+    if not isinstance(patch, dict):
+        raise _invalid([("", "The body must be a mapping of fields.")])
+    errors = [(key, f"{key} cannot be changed after submission; only {', '.join(EDITABLE)} can.")
+              for key in patch if key not in EDITABLE and patch[key] != _current(job, key)]
+    if "tags" in patch and not isinstance(patch["tags"], dict):
+        errors.append(("tags", "tags must be a mapping of names to values."))
+    for key in ("display_name", "description"):
+        if key in patch and not isinstance(patch[key], str):
+            errors.append((key, f"{key} must be a string."))
+    if errors:
+        raise _invalid(errors)
+    before = {key: getattr(job, key) for key in EDITABLE}
+    for key in EDITABLE:
+        if key in patch:
+            setattr(job, key, {k: str(v) for k, v in patch[key].items()} if key == "tags" else patch[key])
+    changes = changed_fields(before, {key: getattr(job, key) for key in EDITABLE})
+    if changes:
+        job.spec = {**job.spec, **{key: getattr(job, key) for key in EDITABLE}}
+        job.save(update_fields=[*EDITABLE, "spec", "updated_at"])
+        audit_record(actor=user, action=AuditAction.UPDATE, target_type="job", target_name=job.name,
+                     workspace=job.workspace, changes=changes)
+    return job
+
+
+def _current(job: Job, key: str):
+    return getattr(job, key, job.spec.get(key, object()))
+
+
+@transaction.atomic
+def job_cancel(*, user, job: Job) -> Job:
+    """Ask for a job to stop: reconcile kills the process group or deletes the Kubernetes Job."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.status == JobStatus.CANCEL_REQUESTED:
+        return job
+    if job.status not in CANCELABLE:
+        raise BadRequest(f"Job '{job.name}' has already ended ({job.status}); there is nothing to cancel.",
+                         code="JobNotCancelable", target="status")
+    job.status = JobStatus.CANCEL_REQUESTED
+    job.status_reason = f"Cancel requested by {user.username}."
+    job.generation += 1
+    job.save(update_fields=["status", "status_reason", "generation", "updated_at"])
+    JobEvent.objects.create(job=job, time=job.updated_at, reason=JobStatus.CANCEL_REQUESTED, message=job.status_reason)
+    audit_record(actor=user, action=AuditAction.ACTION, verb="cancel", target_type="job", target_name=job.name, workspace=job.workspace)
+    _enqueue(job)
+    return job
+
+
+@transaction.atomic
+def job_delete(*, user, job: Job) -> Job:
+    """Mark a job for deletion: reconcile stops it, removes its cluster objects and then the row (a finalizer)."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if not job.deleting:
+        job.deleting = True
+        job.generation += 1
+        job.save(update_fields=["deleting", "generation", "updated_at"])
+        audit_record(actor=user, action=AuditAction.DELETE, target_type="job", target_name=job.name, workspace=job.workspace)
+    _enqueue(job)
+    return job
+

@@ -1,0 +1,304 @@
+"""Azure ML command-job YAML → a validated, normalised spec (pure: no Django, no network).
+
+Field names are Azure ML's. Fields Azure ML has but Dockyard does not act on (queue_settings, identity, services,
+outputs' modes, resources.docker_args/locations/properties) are kept as given so a team's YAML loads unchanged;
+anything else is refused by name, so a typo is never silently ignored.
+"""
+import re
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DOCKER_SIZE = re.compile(r"^([1-9][0-9]*)([bkmg]?)$", re.IGNORECASE)
+REFERENCE = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+DEFAULT_SHM = "2g"
+DEFAULT_EXPERIMENT = "Default"
+
+TOP_LEVEL = {
+    "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
+    "environment", "environment_variables", "compute", "resources", "distribution", "limits", "inputs", "outputs",
+    "queue_settings", "identity", "services", "properties",
+    # read-only in Azure ML; accepted (and ignored) so `job show -o yaml` output can be submitted again
+    "status", "status_reason", "creation_context", "log_files", "parameters", "id", "start_time", "end_time",
+    "duration", "exit_code", "instance_type", "placement", "created_on", "updated_on", "created_by",
+}
+READ_ONLY = TOP_LEVEL - {
+    "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
+    "environment", "environment_variables", "compute", "resources", "distribution", "limits", "inputs", "outputs",
+    "queue_settings", "identity", "services", "properties",
+}
+RESOURCE_FIELDS = {"instance_type", "instance_count", "shm_size", "docker_args", "locations", "properties", "max_instance_count"}
+ENVIRONMENT_FIELDS = {"image", "venv", "name", "version", "description", "tags", "conda_file"}
+DATA_INPUT_TYPES = {"uri_file", "uri_folder", "mlflow_model", "custom_model", "mltable"}
+LITERAL_INPUT_TYPES = {"string", "integer", "number", "boolean"}
+DISTRIBUTIONS = {
+    "pytorch": {"process_count_per_instance"},
+    "mpi": {"process_count_per_instance"},
+    "tensorflow": {"worker_count", "parameter_server_count"},
+}
+
+
+class SpecErrors(Exception):
+    """Problems found in a job body: [(field path, message)]."""
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        super().__init__(errors[0][1] if errors else "invalid job")
+        self.errors = errors
+
+
+def parse_job(body: object) -> dict:
+    """Validate a command-job body; returns the normalised spec (defaults filled in) or raises SpecErrors."""
+    if not isinstance(body, dict):
+        raise SpecErrors([("", "The body must be a mapping of command-job fields (Azure ML job YAML).")])
+    errors: list[tuple[str, str]] = []
+    for key in sorted(set(body) - TOP_LEVEL, key=str):
+        errors.append((str(key), f"'{key}' is not a command-job field."))
+    if body.get("type", "command") != "command":
+        errors.append(("type", f"Only command jobs are supported here, not type '{body.get('type')}'."))
+    spec = {key: value for key, value in body.items() if key in TOP_LEVEL - READ_ONLY and key not in ("$schema", "type")}
+    spec["type"] = "command"
+    spec["name"] = _name(body.get("name"), errors)
+    for key in ("display_name", "description"):
+        spec[key] = _text(body.get(key), key, errors)
+    spec["experiment_name"] = _text(body.get("experiment_name"), "experiment_name", errors) or DEFAULT_EXPERIMENT
+    spec["tags"] = _string_map(body.get("tags"), "tags", errors, key_rule=None)
+    spec["command"] = _command(body.get("command"), errors)
+    spec["compute"] = _compute(body.get("compute"), errors)
+    spec["environment"] = _environment(body.get("environment"), errors)
+    spec["environment_variables"] = _string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME)
+    spec["resources"] = _resources(body.get("resources"), errors)
+    spec["distribution"] = _distribution(body.get("distribution"), spec["resources"].get("instance_count", 1), errors)
+    spec["limits"] = _limits(body.get("limits"), errors)
+    spec["inputs"] = _inputs(body.get("inputs"), errors)
+    spec["outputs"] = _outputs(body.get("outputs"), errors)
+    if isinstance(spec["command"], str):
+        _check_references(spec, errors)
+    if errors:
+        raise SpecErrors(errors)
+    return {key: value for key, value in spec.items() if value not in (None, {}, "") or key in ("name", "command")}
+
+
+def _name(value: object, errors: list) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not NAME.match(value):
+        errors.append(("name", "A job name has 1–255 letters, digits, '_' or '-', starting with a letter or digit."))
+        return None
+    return value
+
+
+def _text(value: object, path: str, errors: list) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.append((path, f"{path} must be a string."))
+        return ""
+    if len(value) > 255 and path != "description":
+        errors.append((path, f"{path} must be at most 255 characters."))
+    return value
+
+
+def _scalar_text(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
+def _string_map(value: object, path: str, errors: list, key_rule: re.Pattern | None) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append((path, f"{path} must be a mapping of names to values."))
+        return {}
+    result = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or (key_rule and not key_rule.match(key)):
+            errors.append((f"{path}.{key}", f"'{key}' is not a valid name here (letters, digits and '_', not starting with a digit)."))
+            continue
+        text = _scalar_text(item)
+        if text is None:
+            errors.append((f"{path}.{key}", "The value must be a string, a number or a boolean."))
+            continue
+        result[key] = text
+    return result
+
+
+def _command(value: object, errors: list) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        errors.append(("command", "command is required: the shell command the job runs."))
+        return None
+    return value
+
+
+def _compute(value: object, errors: list) -> str:
+    """'azureml:NAME', 'NAME', 'local', or nothing (serverless)."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        errors.append(("compute", "compute must be a string: 'azureml:<name>', '<name>' or 'local'."))
+        return ""
+    name = value.removeprefix("azureml:").strip()
+    if not name or "/" in name or ":" in name:
+        errors.append(("compute", f"'{value}' is not a compute reference: use 'azureml:<name>', '<name>' or 'local'."))
+        return ""
+    return name
+
+
+def _environment(value: object, errors: list) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        errors.append(("environment", "Registered environments (azureml:<name>:<version>) are not available here: "
+                                      "give an inline environment with `image`."))
+        return {}
+    if not isinstance(value, dict):
+        errors.append(("environment", "environment must be a mapping with `image` (or, for local jobs, `venv`)."))
+        return {}
+    for key in sorted(set(value) - ENVIRONMENT_FIELDS, key=str):
+        errors.append((f"environment.{key}", f"'{key}' is not an environment field here (use image, or venv for local jobs)."))
+    if "conda_file" in value:
+        errors.append(("environment.conda_file", "conda_file environments are not built here: give a ready `image`."))
+    for key in ("image", "venv"):
+        if key in value and (not isinstance(value[key], str) or not value[key].strip()):
+            errors.append((f"environment.{key}", f"environment.{key} must be a non-empty string."))
+    return dict(value)
+
+
+def _positive_int(value: object, path: str, errors: list, default: int | None = None, minimum: int = 1) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        errors.append((path, f"{path} must be an integer of at least {minimum}."))
+        return default
+    return value
+
+
+def _resources(value: object, errors: list) -> dict:
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        errors.append(("resources", "resources must be a mapping (instance_type, instance_count, shm_size)."))
+        return {"instance_count": 1, "shm_size": DEFAULT_SHM}
+    for key in sorted(set(value) - RESOURCE_FIELDS, key=str):
+        errors.append((f"resources.{key}", f"'{key}' is not a resources field (instance_type, instance_count, shm_size)."))
+    result = dict(value)
+    instance_type = value.get("instance_type")
+    if instance_type is not None and (not isinstance(instance_type, str) or not instance_type.strip()):
+        errors.append(("resources.instance_type", "resources.instance_type must be an instance type's name."))
+    result["instance_count"] = _positive_int(value.get("instance_count"), "resources.instance_count", errors, 1)
+    shm = value.get("shm_size", DEFAULT_SHM)
+    if not isinstance(shm, str) or not DOCKER_SIZE.match(shm):
+        errors.append(("resources.shm_size", "shm_size is a number with an optional unit b, k, m or g (e.g. 2g)."))
+    result["shm_size"] = shm
+    return result
+
+
+def _distribution(value: object, instance_count: int, errors: list) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or value.get("type") not in DISTRIBUTIONS:
+        kind = value.get("type") if isinstance(value, dict) else None
+        errors.append(("distribution.type", f"distribution.type must be pytorch, mpi or tensorflow (not {kind!r})."))
+        return {}
+    kind = value["type"]
+    for key in sorted(set(value) - DISTRIBUTIONS[kind] - {"type"}, key=str):
+        errors.append((f"distribution.{key}", f"'{key}' is not a field of a {kind} distribution."))
+    result = {"type": kind}
+    if kind in ("pytorch", "mpi"):
+        path = "distribution.process_count_per_instance"
+        result["process_count_per_instance"] = _positive_int(value.get("process_count_per_instance"), path, errors, 1)
+    else:
+        result["worker_count"] = _positive_int(value.get("worker_count"), "distribution.worker_count", errors, instance_count)
+        result["parameter_server_count"] = _positive_int(
+            value.get("parameter_server_count"), "distribution.parameter_server_count", errors, 0, minimum=0)
+    return result
+
+
+def _limits(value: object, errors: list) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append(("limits", "limits must be a mapping with `timeout` (seconds)."))
+        return {}
+    for key in sorted(set(value) - {"timeout"}, key=str):
+        errors.append((f"limits.{key}", f"'{key}' is not a limits field (timeout)."))
+    timeout = _positive_int(value.get("timeout"), "limits.timeout", errors)
+    return {"timeout": timeout} if timeout else {}
+
+
+def _inputs(value: object, errors: list) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append(("inputs", "inputs must be a mapping of names to values."))
+        return {}
+    result = {}
+    for key, item in value.items():
+        path = f"inputs.{key}"
+        if not isinstance(key, str) or not ENV_NAME.match(key):
+            errors.append((path, f"'{key}' is not a valid input name."))
+        elif _scalar_text(item) is not None:
+            result[key] = item
+        elif isinstance(item, dict) and _input_value(item) is not None:
+            result[key] = item
+        else:
+            errors.append((path, "An input is a literal (string, number, boolean), {type: <literal type>, default: ...} "
+                                 "or {type: uri_file|uri_folder|..., path: ...}."))
+    return result
+
+
+def _input_value(item: dict) -> str | None:
+    """The text an input stands for in the command, or None when the input is malformed."""
+    kind = item.get("type")
+    if kind in DATA_INPUT_TYPES:
+        return item["path"] if isinstance(item.get("path"), str) and item["path"] else None
+    if kind in LITERAL_INPUT_TYPES or kind is None:
+        return _scalar_text(item.get("default", item.get("value")))
+    return None
+
+
+def _outputs(value: object, errors: list) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append(("outputs", "outputs must be a mapping of names to {type, mode}."))
+        return {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not ENV_NAME.match(key):
+            errors.append((f"outputs.{key}", f"'{key}' is not a valid output name."))
+        elif item is not None and not isinstance(item, dict):
+            errors.append((f"outputs.{key}", "An output is a mapping such as {type: uri_folder, mode: rw_mount}."))
+    return dict(value)
+
+
+def _check_references(spec: dict, errors: list) -> None:
+    for reference in REFERENCE.findall(spec["command"]):
+        kind, _, name = reference.partition(".")
+        known = spec["inputs"] if kind == "inputs" else spec["outputs"] if kind == "outputs" else None
+        if known is None:
+            errors.append(("command", f"${{{{{reference}}}}} is not an input or output reference."))
+        elif name not in known:
+            errors.append(("command", f"The command uses ${{{{{reference}}}}} but the job has no {kind[:-1]} '{name}'."))
+
+
+def input_text(value: object) -> str:
+    """What `${{inputs.x}}` becomes for one input."""
+    return _scalar_text(value) if not isinstance(value, dict) else _input_value(value) or ""
+
+
+def render_command(spec: dict, outputs_dir: str = "outputs") -> str:
+    """The command with `${{inputs.x}}` and `${{outputs.y}}` substituted (inputs literally, outputs as folders)."""
+    def substitute(match: re.Match) -> str:
+        kind, _, name = match.group(1).partition(".")
+        if kind == "inputs":
+            return input_text(spec.get("inputs", {})[name])
+        return f"{outputs_dir}/{name}"
+
+    return REFERENCE.sub(substitute, spec["command"])
+
+
+def shm_quantity(shm_size: str) -> str:
+    """Docker's size (2g = 2 GiB) as a Kubernetes quantity."""
+    number, unit = DOCKER_SIZE.match(shm_size).groups()
+    return number + {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi"}[unit.lower()]

@@ -1,0 +1,108 @@
+"""Thin Celery tasks for jobs: lock, reconcile, look again when asked; the per-compute observation loop; resync."""
+from datetime import timedelta
+from functools import partial
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from compute import kube
+from compute.tasks import backoff, locked_run
+
+from . import reconcile
+from .choices import ACTIVE, JobStatus, Target
+from .models import Job, JobSync
+
+OBSERVE_EVERY = 2.0  # seconds between looks at a compute's Kubernetes jobs
+
+
+def _stale(heartbeat) -> bool:
+    return heartbeat is None or heartbeat < timezone.now() - timedelta(seconds=settings.DOCKYARD_JOB_STALE_SECONDS)
+
+
+def _fresh(heartbeat, seconds: float) -> bool:
+    return heartbeat is not None and heartbeat > timezone.now() - timedelta(seconds=seconds)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=10)
+def reconcile_job(self, job_id: int, tick: bool = False) -> None:
+    """Reconcile one job. A running local job asks to be looked at again: those looks form one chain per job.
+
+    `tick` marks a look of the chain; other calls (submit, cancel, delete) start a chain only when none is alive, so a
+    second chain (after a resync, say) finds the first one's heartbeat fresh and ends.
+    """
+    def action(job: Job) -> None:
+        if tick and _fresh(job.heartbeat_at, reconcile.LOOK_AGAIN / 4):
+            return  # another chain looked a moment ago
+        delay = reconcile.reconcile_job(job)
+        if job.pk is None or delay is None or not (tick or _stale(job.heartbeat_at)):
+            return
+        Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
+        transaction.on_commit(partial(reconcile_job.apply_async, (job.pk,), {"tick": True}, countdown=delay), robust=True)
+
+    job = locked_run(self, Job, job_id, action, related=("workspace", "compute", "compute__cluster"))
+    if job is not None and job.pk and job.target != Target.LOCAL and job.runner.get("submitted") and job.status in ACTIVE:
+        ensure_observed(job.compute_id)
+
+
+def ensure_observed(compute_id: int) -> None:
+    """Start the compute's observation loop unless it is running."""
+    sync = JobSync.objects.filter(compute_id=compute_id).first()
+    if sync is None or _stale(sync.heartbeat_at):
+        transaction.on_commit(partial(observe_jobs.delay, compute_id), robust=True)
+
+
+def _watched(compute_id: int) -> list[Job]:
+    active = Job.objects.filter(compute_id=compute_id, deleting=False, runner__submitted=True, status__in=ACTIVE)
+    return list(active.exclude(status=JobStatus.CANCEL_REQUESTED).select_related("workspace", "compute", "compute__cluster"))
+
+
+@shared_task(bind=True, acks_late=True, max_retries=10)
+def observe_jobs(self, compute_id: int, tick: bool = False) -> None:
+    """Observe every active Kubernetes job of a compute with two LIST calls; look again while any is active."""
+    JobSync.objects.get_or_create(compute_id=compute_id)
+    with transaction.atomic():
+        sync = JobSync.objects.select_for_update(skip_locked=True).filter(compute_id=compute_id).first()
+        if sync is None or (_fresh(sync.heartbeat_at, OBSERVE_EVERY / 2) if tick else not _stale(sync.heartbeat_at)):
+            return  # another loop holds it or has just looked
+        sync.heartbeat_at = timezone.now()
+        sync.save(update_fields=["heartbeat_at"])
+    jobs = _watched(compute_id)
+    if not jobs:
+        JobSync.objects.filter(compute_id=compute_id).update(heartbeat_at=None)  # the next submit starts a loop
+        if not _watched(compute_id):  # (unless one was submitted just now)
+            return
+        return observe_jobs.delay(compute_id)
+    try:
+        observed = reconcile.observe_compute(jobs[0].compute, jobs)
+    except kube.KubeTransient as exc:
+        countdown = max(OBSERVE_EVERY, backoff(self.request.retries, exc.retry_after))
+        raise self.retry(countdown=countdown, exc=exc) from None
+    except kube.KubeRejected:
+        observed = {}  # the attachment broke: its checks say why; the loop keeps trying
+    for job_id, (state, pods) in observed.items():
+        with transaction.atomic():
+            job = Job.objects.select_for_update(skip_locked=True).select_related("workspace", "compute", "compute__cluster").filter(pk=job_id).first()
+            if job is not None:
+                reconcile.apply_observation(job, state, pods)
+    observe_jobs.apply_async((compute_id,), {"tick": True}, countdown=OBSERVE_EVERY)
+
+
+@shared_task(acks_late=True)
+def resync_jobs() -> int:
+    """Re-enqueue jobs that are behind, deleting, unplaced or whose loop died; returns how many were enqueued."""
+    behind = Q(observed_generation__lt=F("generation")) | Q(deleting=True)
+    unplaced = Q(target=Target.SERVERLESS, compute__isnull=True, status__in=ACTIVE)
+    stale = timezone.now() - timedelta(seconds=settings.DOCKYARD_JOB_STALE_SECONDS)
+    lost_local = Q(target=Target.LOCAL, status__in=ACTIVE) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None))
+    ids = list(Job.objects.filter(behind | unplaced | lost_local).values_list("pk", flat=True))
+    for pk in ids:
+        reconcile_job.delay(pk, tick=True)
+    computes = set(Job.objects.filter(runner__submitted=True, status__in=ACTIVE).exclude(target=Target.LOCAL)
+                   .values_list("compute_id", flat=True))
+    synced = {sync.compute_id for sync in JobSync.objects.filter(compute_id__in=computes) if not _stale(sync.heartbeat_at)}
+    for compute_id in computes - synced:
+        observe_jobs.delay(compute_id)
+    return len(ids) + len(computes - synced)

@@ -1,0 +1,189 @@
+"""Jobs API: submit (YAML or JSON), list with filters, show, display-field edits, cancel, delete, logs and events."""
+import base64
+import json
+import time
+
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from controlplane.api import BadRequest, ETagMixin
+from controlplane.pagination import CountedCursorPagination
+from workspaces.views import WorkspaceScopedMixin
+
+from . import selectors, services
+from .choices import TERMINAL
+from .filters import JobFilter
+from .models import Job
+from .serializers import JobEventSerializer, JobLogLineSerializer, JobLogPageSerializer, JobSerializer, job_as_dict
+
+DEFAULT_LOG_PAGE = 1000
+FOLLOW_POLL_SECONDS = 0.5
+KEEPALIVE_SECONDS = 15
+
+JOB_EXAMPLE = OpenApiExample(
+    "Local command job", request_only=True,
+    value={"command": "echo hello ${{inputs.who}}", "compute": "local", "inputs": {"who": "world"}},
+)
+
+
+def encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"line:{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        kind, _, number = text.partition(":")
+        if kind == "line" and number.isdigit():
+            return int(number)
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise BadRequest("The cursor is not one this API gave out.", code="InvalidCursor", target="cursor")
+
+
+def _limit(value: str | None) -> int:
+    if value in (None, ""):
+        return DEFAULT_LOG_PAGE
+    if not value.isdigit() or not 1 <= int(value) <= selectors.MAX_LOG_PAGE:
+        raise BadRequest(f"limit must be a whole number from 1 to {selectors.MAX_LOG_PAGE}.", code="InvalidLimit", target="limit")
+    return int(value)
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[OpenApiParameter("status", str), OpenApiParameter("compute", str),
+                                   OpenApiParameter("experiment_name", str)]),
+    create=extend_schema(request=JobSerializer, responses={201: JobSerializer}, examples=[JOB_EXAMPLE]),
+    partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=JobSerializer),
+    destroy=extend_schema(responses={202: JobSerializer}),
+)
+class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
+    """Command jobs of a workspace."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    pagination_class = CountedCursorPagination
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    required_access = {"list": "read", "retrieve": "read", "logs": "read", "events": "read", "create": "use",
+                       "partial_update": "use", "destroy": "use", "cancel": "use"}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Job.objects.none()
+        return selectors.job_list(workspace=self.workspace)
+
+    def get_object(self) -> Job:
+        try:
+            return selectors.job_get(workspace=self.workspace, name=self.kwargs["name"])
+        except Job.DoesNotExist:
+            raise Http404 from None
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "detail": self.action != "list"}
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response([job_as_dict(job) for job in page])
+
+    def create(self, request, *args, **kwargs):
+        job = services.job_create(user=request.user, workspace=self.workspace, data=_plain(request.data))
+        return Response(self.get_serializer(job).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        job = self.get_object()
+        self.check_if_match(job)
+        job = services.job_update(user=request.user, job=job, patch=_plain(request.data))
+        return Response(self.get_serializer(job).data)
+
+    def destroy(self, request, *args, **kwargs):
+        job = self.get_object()
+        self.check_if_match(job)
+        job = services.job_delete(user=request.user, job=job)
+        return Response(self.get_serializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={202: JobSerializer})
+    @action(detail=True, methods=["post"], url_path="cancel")
+    def cancel(self, request, *args, **kwargs):
+        job = services.job_cancel(user=request.user, job=self.get_object())
+        return Response(self.get_serializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int),
+                    OpenApiParameter("follow", bool, description="Server-Sent Events until the job ends"),
+                    OpenApiParameter("download", bool, description="the whole log as a text file")],
+        responses={200: JobLogPageSerializer},
+    )
+    @action(detail=True, methods=["get"], url_path="logs")
+    def logs(self, request, *args, **kwargs):
+        job = self.get_object()
+        after = decode_cursor(request.query_params["cursor"]) if request.query_params.get("cursor") else 0
+        if request.query_params.get("download") in ("true", "1"):
+            response = HttpResponse(selectors.log_text(job=job), content_type="text/plain; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="{job.name}.log"'
+            return response
+        if request.query_params.get("follow") in ("true", "1"):
+            start = request.headers.get("Last-Event-ID")
+            return _event_stream(job, int(start) + 1 if start and start.isdigit() else after)
+        return Response(self._log_page(request, job, after, _limit(request.query_params.get("limit"))))
+
+    def _log_page(self, request, job: Job, after: int, limit: int) -> dict:
+        lines = selectors.log_lines(job=job, after=after, limit=limit)
+        end = lines[-1].seq + 1 if lines else max(after, 0)
+        ended = job.status in TERMINAL
+        more = len(lines) == limit or not ended
+        url = request.build_absolute_uri(request.path)
+        return {
+            "count": job.log_line_count,
+            "next": f"{url}?cursor={encode_cursor(end)}&limit={limit}" if more else None,
+            "previous": f"{url}?cursor={encode_cursor(max(after - limit, 0))}&limit={limit}" if after > 0 else None,
+            "status": job.status,
+            "complete": ended and not more,
+            "results": JobLogLineSerializer(lines, many=True).data,
+        }
+
+    @extend_schema(responses=JobEventSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="events")
+    def events(self, request, *args, **kwargs):
+        job = self.get_object()
+        return Response(JobEventSerializer(selectors.event_list(job=job), many=True).data)
+
+
+def _plain(data):
+    return data.dict() if hasattr(data, "dict") else data
+
+
+def _sse(event: str, data: dict, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+
+
+def _event_stream(job: Job, after: int) -> StreamingHttpResponse:
+    """Lines as Server-Sent Events (`id` = line number, so a reconnect resumes), then `end` with the final status."""
+    def events():
+        position, quiet_since = after, time.monotonic()
+        while True:
+            lines = selectors.log_lines(job=job, after=position, limit=500)
+            for line in lines:
+                yield _sse("line", {"seq": line.seq, "source": line.source, "text": line.text, "time": line.time}, line.seq)
+                position = line.seq + 1
+            if lines:
+                quiet_since = time.monotonic()
+                continue
+            job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count"])
+            if job.status in TERMINAL and position >= job.log_line_count:
+                yield _sse("end", {"status": job.status, "status_reason": job.status_reason, "exit_code": job.exit_code})
+                return
+            if time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
+                quiet_since = time.monotonic()
+                yield ": keepalive\n\n"
+            time.sleep(FOLLOW_POLL_SECONDS)
+
+    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -15,6 +15,8 @@ from .models import Cluster, ComputeTarget, InstanceType
 from .serializers import COMMON_FIELDS, serializer_for
 
 EDITABLE_COMMON = ("description", "tags")
+# Jobs point at their compute by a reverse relation only: the jobs app depends on compute, never the other way.
+ENDED_JOB_STATUSES = ("Completed", "Failed", "Canceled")
 
 
 def _validated(serializer_class, data: dict, stored_secrets: dict | None = None) -> tuple[dict, dict, dict]:
@@ -110,6 +112,9 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
 @transaction.atomic
 def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
     """Mark a compute Deleting; reconcile removes what it owns and then the row (a finalizer)."""
+    active = compute.jobs.exclude(status__in=ENDED_JOB_STATUSES).count()
+    if active:
+        raise Conflict(f"Compute '{compute.name}' still has {active} job(s) that have not ended; cancel them first.")
     if compute.provisioning_state != ProvisioningState.DELETING:
         compute.provisioning_state = ProvisioningState.DELETING
         compute.generation += 1
@@ -122,7 +127,6 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
     return compute
 
 
-@transaction.atomic
 @transaction.atomic
 def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
     """Run a compute's checks again now (a Kubernetes attachment: reachability, namespace, rights, CRD; then its nodes)."""

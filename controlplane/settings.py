@@ -248,3 +248,5 @@ LOGGING = {
 DOCKYARD_JOB_DIR = Path(os.environ.get("DOCKYARD_JOB_DIR", VAR_DIR / "jobs"))
 # A running job whose worker has not looked at it for this long is picked up by another look (resync, worker start).
 DOCKYARD_JOB_STALE_SECONDS = int(os.environ.get("DOCKYARD_JOB_STALE_SECONDS", "10"))
+# A `logs?follow=true` stream ends after this long (a `timeout` event); clients reconnect with Last-Event-ID.
+DOCKYARD_LOG_FOLLOW_SECONDS = int(os.environ.get("DOCKYARD_LOG_FOLLOW_SECONDS", "3600"))

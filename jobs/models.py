@@ -22,7 +22,8 @@ class Job(models.Model):
     # As written: "" (serverless), "local", or a compute name; `compute` is where it actually runs.
     compute_name = models.CharField(max_length=64, blank=True)
     target = models.CharField(max_length=16, choices=Target.choices)
-    compute = models.ForeignKey(ComputeTarget, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    # SET_NULL: a finished job outlives its compute (compute_name keeps the name); active jobs block the delete.
+    compute = models.ForeignKey(ComputeTarget, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
     instance_type = models.CharField(max_length=253, blank=True)
 
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.NOT_STARTED)

@@ -3,6 +3,7 @@ import base64
 import json
 import time
 
+from django.conf import settings
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
@@ -166,7 +167,9 @@ def _event_stream(job: Job, after: int) -> StreamingHttpResponse:
     """Lines as Server-Sent Events (`id` = line number, so a reconnect resumes), then `end` with the final status."""
     def events():
         position, quiet_since = after, time.monotonic()
-        while True:
+        # A stream ends after a while even if the job does not: the client reconnects with Last-Event-ID.
+        deadline = time.monotonic() + settings.DOCKYARD_LOG_FOLLOW_SECONDS
+        while time.monotonic() < deadline:
             lines = selectors.log_lines(job=job, after=position, limit=500)
             for line in lines:
                 yield _sse("line", {"seq": line.seq, "source": line.source, "text": line.text, "time": line.time}, line.seq)
@@ -182,6 +185,7 @@ def _event_stream(job: Job, after: int) -> StreamingHttpResponse:
                 quiet_since = time.monotonic()
                 yield ": keepalive\n\n"
             time.sleep(FOLLOW_POLL_SECONDS)
+        yield _sse("timeout", {"status": job.status, "next_id": position})
 
     response = StreamingHttpResponse(events(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"

@@ -239,10 +239,31 @@ def delete(conn: Connection, api_version: str, kind: str, name: str, namespace: 
         pass
 
 
-def pod_log(conn: Connection, namespace: str, pod: str, container: str, since_time: str | None = None) -> str:
+def pod_log(conn: Connection, namespace: str, pod: str, container: str, since_time: str | None = None,
+            tail_lines: int | None = None) -> str:
     """A container's log with RFC 3339 timestamps, from `since_time` (whole seconds: the API's precision) on."""
     query = [("container", container), ("timestamps", "true")] + ([("sinceTime", since_time)] if since_time else [])
+    query += [("tailLines", str(tail_lines))] if tail_lines else []
     return request(conn, "GET", path_for("v1", "Pod", pod, namespace, sub="log"), query=query, text=True)
+
+
+def proxy_post(conn: Connection, namespace: str, service: str, port: int, path: str, body: bytes, headers: dict,
+               timeout: float) -> tuple[int, str, bytes]:
+    """POST through the API server's service proxy; returns the backend's (status, content type, body) as it answered."""
+    api = _client(conn)
+    _buckets[conn.key].wait()
+    _respect_retry_after(conn)
+    target = f"{path_for('v1', 'Service', f'{service}:{port}', namespace, sub='proxy')}/{path.lstrip('/')}"
+    try:
+        response = api.call_api(target, "POST", header_params=headers, body=body, auth_settings=["BearerToken"],
+                                _preload_content=False, _request_timeout=(5, timeout))
+    except ApiException as exc:  # the backend's own error (or the proxy's): passed on as it is
+        body = exc.body if isinstance(exc.body, bytes) else str(exc.body or "").encode()
+        return exc.status, (exc.headers or {}).get("Content-Type", "application/json"), body
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubeTransient(f"The cluster did not answer ({type(exc).__name__}).") from None
+    raw = response[0] if isinstance(response, tuple) else response
+    return raw.status, raw.headers.get("Content-Type", "application/json"), raw.data
 
 
 def list_objects(conn: Connection, api_version: str, kind: str, namespace: str | None = None, selector: str = "") -> list[dict]:

@@ -115,6 +115,8 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
     active = compute.jobs.exclude(status__in=ENDED_JOB_STATUSES).count()
     if active:
         raise Conflict(f"Compute '{compute.name}' still has {active} job(s) that have not ended; cancel them first.")
+    if compute.online_endpoints.exists():
+        raise Conflict(f"Compute '{compute.name}' still serves online endpoints; delete them first.")
     if compute.provisioning_state != ProvisioningState.DELETING:
         compute.provisioning_state = ProvisioningState.DELETING
         compute.generation += 1

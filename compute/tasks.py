@@ -1,6 +1,7 @@
 """Thin Celery tasks: take the row lock, call reconcile, sort errors; the resync safety net."""
 import random
 from datetime import timedelta
+from functools import partial
 
 from celery import shared_task
 from django.conf import settings
@@ -103,3 +104,31 @@ def resync() -> int:
     for pk in clusters:
         sync_cluster.delay(pk)
     return len(computes) + len(clusters)
+
+
+def _fresh(heartbeat, seconds: float) -> bool:
+    return heartbeat is not None and heartbeat > timezone.now() - timedelta(seconds=seconds)
+
+
+def looked_after(heartbeat) -> bool:
+    """Whether a look-again chain has touched the record recently (else it died with its worker)."""
+    return _fresh(heartbeat, settings.DOCKYARD_JOB_STALE_SECONDS)
+
+
+def chained_run(task, model, pk: int, tick: bool, step, period: float, related: tuple[str, ...] = ()):
+    """Run `step(row)` under the row lock; when it returns a delay, look again then (one chain per record).
+
+    Records that need watching (processes, rollouts) ask to be looked at again. `tick` marks a look of the chain;
+    other calls (create, update, delete) start a chain only when none is alive. Of two chains, one always finds the
+    other's heartbeat younger than half a period and ends.
+    """
+    def action(row) -> None:
+        if tick and _fresh(row.heartbeat_at, period / 2):
+            return
+        delay = step(row)
+        if row.pk is None or delay is None or not (tick or not looked_after(row.heartbeat_at)):
+            return
+        model.objects.filter(pk=row.pk).update(heartbeat_at=timezone.now())
+        transaction.on_commit(partial(task.apply_async, (row.pk,), {"tick": True}, countdown=delay), robust=True)
+
+    return locked_run(task, model, pk, action, related=related)

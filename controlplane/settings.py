@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "workspaces",
     "compute",
     "jobs",
+    "endpoints",
     "frontend",
 ]
 
@@ -226,6 +227,7 @@ DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECO
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "resync-jobs": {"task": "jobs.tasks.resync_jobs", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
+    "resync-endpoints": {"task": "endpoints.tasks.resync_endpoints", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
 }
 
 # Dockyard
@@ -250,3 +252,9 @@ DOCKYARD_JOB_DIR = Path(os.environ.get("DOCKYARD_JOB_DIR", VAR_DIR / "jobs"))
 DOCKYARD_JOB_STALE_SECONDS = int(os.environ.get("DOCKYARD_JOB_STALE_SECONDS", "10"))
 # A `logs?follow=true` stream ends after this long (a `timeout` event); clients reconnect with Last-Event-ID.
 DOCKYARD_LOG_FOLLOW_SECONDS = int(os.environ.get("DOCKYARD_LOG_FOLLOW_SECONDS", "3600"))
+
+# Local online deployments: one folder per deployment (server log, pid) and the inference server's virtualenv.
+DOCKYARD_DEPLOYMENT_DIR = Path(os.environ.get("DOCKYARD_DEPLOYMENT_DIR", VAR_DIR / "deployments"))
+DOCKYARD_INFERENCE_VENV = Path(os.environ.get("DOCKYARD_INFERENCE_VENV", BASE_DIR / ".venv-inference"))
+# The Gateway API Gateway that endpoints' HTTPRoutes attach to (in the compute's namespace).
+DOCKYARD_GATEWAY = os.environ.get("DOCKYARD_GATEWAY", "dockyard")

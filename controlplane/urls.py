@@ -8,6 +8,7 @@ api_v1 = [
     path("", include("workspaces.urls")),
     path("", include("compute.urls")),
     path("", include("jobs.urls")),
+    path("", include("endpoints.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),  # JSON, as its name says
     path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="api-docs"),
 ]

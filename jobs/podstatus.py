@@ -57,7 +57,7 @@ def unschedulable_reason(message: str, node_selector: dict[str, str]) -> str:
     return "Waiting for a node: " + "; ".join(parts) + "."
 
 
-def _pending_reason(pods: list[dict], node_selector: dict[str, str]) -> tuple[str, str]:
+def pending_reason(pods: list[dict], node_selector: dict[str, str]) -> tuple[str, str]:
     """(status, reason) while no pod runs: Queued with the scheduler's or the image pull's words, or Starting."""
     for pod in pods:
         status = pod.get("status") or {}
@@ -91,7 +91,7 @@ def observe(job: dict | None, pods: list[dict], node_selector: dict[str, str], t
         return _failure(failed, pods, timeout, started_at)
     if running:
         return Observed("Running", "", None, started_at)
-    status, reason = _pending_reason(pods, node_selector)
+    status, reason = pending_reason(pods, node_selector)
     return Observed(status, reason, None, started_at)
 
 

@@ -34,8 +34,8 @@ def reconcile_job(self, job_id: int, tick: bool = False) -> None:
     second chain (after a resync, say) finds the first one's heartbeat fresh and ends.
     """
     def action(job: Job) -> None:
-        if tick and _fresh(job.heartbeat_at, reconcile.LOOK_AGAIN / 4):
-            return  # another chain looked a moment ago
+        if tick and _fresh(job.heartbeat_at, reconcile.LOOK_EVERY / 2):
+            return  # another chain looked less than half a period ago: of two chains, one always ends here
         delay = reconcile.reconcile_job(job)
         if job.pk is None or delay is None or not (tick or _stale(job.heartbeat_at)):
             return

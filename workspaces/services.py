@@ -53,8 +53,8 @@ def workspace_delete(*, user, workspace: Workspace) -> None:
     """Delete an empty workspace; one that still has compute must be emptied first."""
     if workspace.computes.exists():
         raise Conflict(f"Workspace '{workspace.name}' still has compute targets; delete them first.")
-    if workspace.jobs.exists():
-        raise Conflict(f"Workspace '{workspace.name}' still has jobs; delete them first.")
+    if workspace.jobs.exists() or workspace.online_endpoints.exists():
+        raise Conflict(f"Workspace '{workspace.name}' still has jobs or online endpoints; delete them first.")
     audit_record(actor=user, action=AuditAction.DELETE, target_type="workspace", target_name=workspace.name)
     workspace.delete()
 

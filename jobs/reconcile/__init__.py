@@ -4,11 +4,11 @@ import shutil
 from ..choices import TERMINAL, JobStatus, Target
 from ..models import Job
 from .kubernetes import apply_observation, observe_compute, stop_kubernetes, submit_kubernetes
-from .local import reconcile_local, run_folder, stop_local
+from .local import LOOK_EVERY, reconcile_local, run_folder, stop_local
 from .placement import place
 from .status import save, transition
 
-__all__ = ["reconcile_job", "observe_compute", "apply_observation"]
+__all__ = ["reconcile_job", "observe_compute", "apply_observation", "LOOK_EVERY"]
 LOOK_AGAIN = 1.0
 
 

@@ -1,0 +1,138 @@
+"""Kubernetes deployments (Deployment + Service + HPA) and the endpoint's HTTPRoute; status from the rollout."""
+from django.conf import settings
+
+from compute import kube
+from compute.choices import ProvisioningState
+from compute.reconcile.computes import connection_for
+from compute.reconcile.status import problem, record_status
+from compute.selectors import instance_type_get
+from jobs.podstatus import pending_reason
+
+from ..manifests import (
+    CONTAINER,
+    HTTPROUTE_API,
+    HTTPROUTE_CRD,
+    deployment_manifest,
+    deployment_object_name,
+    endpoint_object_name,
+    hpa_manifest,
+    httproute_manifest,
+    service_manifest,
+)
+from ..models import OnlineDeployment, OnlineEndpoint
+
+LOOK_EVERY = 3.0
+
+
+def _names(deployment: OnlineDeployment) -> tuple[str, str]:
+    endpoint = deployment.endpoint
+    return endpoint.compute.properties.get("namespace", "default"), deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
+
+
+def render(deployment: OnlineDeployment) -> list[dict]:
+    """Service, Deployment and (for target_utilization) the HPA; with an HPA the replica count is the HPA's."""
+    endpoint = deployment.endpoint
+    namespace, name = _names(deployment)
+    row = instance_type_get(compute=endpoint.compute, name=deployment.instance_type)
+    selector = row["effective_node_selector"] if row else {}
+    scale = deployment.spec["scale_settings"]
+    common = {"name": name, "namespace": namespace, "workspace": endpoint.workspace.name, "endpoint": endpoint.name}
+    replicas = scale["min_instances"] if scale["type"] == "target_utilization" else deployment.instance_count
+    manifests = [
+        service_manifest(**common, deployment=deployment.name),
+        deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources, node_selector=selector, replicas=replicas),
+    ]
+    if scale["type"] == "target_utilization":
+        manifests.append(hpa_manifest(**common, deployment=deployment.name, scale=scale))
+    return manifests
+
+
+def delete_kube_deployment(deployment: OnlineDeployment) -> bool:
+    """Remove the deployment's objects; True once the Deployment is gone."""
+    conn = connection_for(deployment.endpoint.compute)
+    namespace, name = _names(deployment)
+    kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
+    kube.delete(conn, "apps/v1", "Deployment", name, namespace)
+    kube.delete(conn, "v1", "Service", name, namespace)
+    return kube.get(conn, "apps/v1", "Deployment", name, namespace) is None
+
+
+def reconcile_kube_deployment(deployment: OnlineDeployment) -> float | None:
+    """Apply the objects, then read the rollout: Succeeded when every replica of this generation is available."""
+    conn = connection_for(deployment.endpoint.compute)
+    manifests = render(deployment)
+    try:
+        live = [kube.apply(conn, manifest) for manifest in manifests]
+    except kube.KubeRejected as exc:
+        record_status(deployment, ProvisioningState.FAILED, [problem("Rejected", f"The cluster refused the deployment: {exc}")], manifests=manifests)
+        return None
+    if deployment.spec["scale_settings"]["type"] == "default":
+        namespace, name = _names(deployment)
+        kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
+    pods = kube.list_objects(conn, "v1", "Pod", live[1]["metadata"]["namespace"], f"dockyard.dev/online-deployment={live[1]['metadata']['name']}")
+    state, errors, status = observe_rollout(live[1], pods, deployment)
+    record_status(deployment, state, errors, status=status, manifests=manifests)
+    return None if state in (ProvisioningState.SUCCEEDED, ProvisioningState.FAILED) else LOOK_EVERY
+
+
+def observe_rollout(live: dict, pods: list[dict], deployment: OnlineDeployment) -> tuple[str, list, dict]:
+    """(provisioning state, errors, status) from a Deployment object and its pods."""
+    spec, status = live.get("spec") or {}, live.get("status") or {}
+    desired = spec.get("replicas", 1)
+    counts = {key: status.get(key, 0) for key in ("replicas", "readyReplicas", "updatedReplicas", "availableReplicas")}
+    current = status.get("observedGeneration", 0) >= live["metadata"].get("generation", 1)
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    progressing = conditions.get("Progressing") or {}
+    waiting = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Pending"]
+    summary = {"state": "Running", "replicas": desired, "ready_replicas": counts["readyReplicas"],
+               "updated_replicas": counts["updatedReplicas"], "available_replicas": counts["availableReplicas"], "reason": ""}
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        reason = progressing.get("message") or "The rollout did not progress in time."
+        return ProvisioningState.FAILED, [problem("ProgressDeadlineExceeded", reason)], {**summary, "state": "Failed", "reason": reason}
+    if current and counts["updatedReplicas"] >= desired and counts["availableReplicas"] >= desired:
+        return ProvisioningState.SUCCEEDED, [], summary
+    _, reason = pending_reason(waiting or pods, (spec.get("template") or {}).get("spec", {}).get("nodeSelector") or {})
+    if not pods:
+        reason = "Waiting for the Deployment's pods to be created."
+    state = ProvisioningState.UPDATING if deployment.observed_generation else ProvisioningState.CREATING
+    return state, [], {**summary, "state": "RollingOut", "reason": reason}
+
+
+def kube_logs(deployment: OnlineDeployment, lines: int) -> str:
+    """The last lines of each replica's server log."""
+    conn = connection_for(deployment.endpoint.compute)
+    namespace, name = _names(deployment)
+    parts = []
+    for pod in kube.list_objects(conn, "v1", "Pod", namespace, f"dockyard.dev/online-deployment={name}"):
+        try:
+            text = kube.pod_log(conn, namespace, pod["metadata"]["name"], CONTAINER, tail_lines=lines)
+        except kube.KubeRejected as exc:
+            text = f"(no log: {exc})"
+        parts.append(f"== {pod['metadata']['name']} ==\n{text.rstrip()}")
+    return "\n".join(parts)
+
+
+def reconcile_route(endpoint: OnlineEndpoint) -> dict:
+    """The HTTPRoute with the traffic weights when the Gateway API is installed; says why not otherwise."""
+    conn = connection_for(endpoint.compute)
+    namespace = endpoint.compute.properties.get("namespace", "default")
+    name = endpoint_object_name(endpoint.workspace.name, endpoint.name)
+    if kube.get(conn, "apiextensions.k8s.io/v1", "CustomResourceDefinition", HTTPROUTE_CRD) is None:
+        return {"state": "Unavailable", "reason": "The cluster has no Gateway API (HTTPRoute CRD): Dockyard's score URL routes the traffic.", "manifest": None}
+    services = {item.name: deployment_object_name(endpoint.workspace.name, endpoint.name, item.name)
+                for item in endpoint.deployments.exclude(provisioning_state=ProvisioningState.DELETING)}
+    backends = {services[deployment]: weight for deployment, weight in endpoint.traffic.items() if deployment in services}
+    mirror = next(((services[d], p) for d, p in endpoint.mirror_traffic.items() if p and d in services), None)
+    manifest = httproute_manifest(name=name, namespace=namespace, workspace=endpoint.workspace.name, endpoint=endpoint.name,
+                                  gateway=settings.DOCKYARD_GATEWAY, backends=backends, mirror=mirror)
+    live = kube.apply(conn, manifest)
+    parents = (live.get("status") or {}).get("parents") or []
+    accepted = any(c.get("type") == "Accepted" and c.get("status") == "True" for p in parents for c in p.get("conditions") or [])
+    return {"state": "Accepted" if accepted else "Pending", "reason": "" if accepted else f"Waiting for Gateway '{settings.DOCKYARD_GATEWAY}' to accept the route.",
+            "manifest": manifest}
+
+
+def delete_route(endpoint: OnlineEndpoint) -> None:
+    conn = connection_for(endpoint.compute)
+    namespace = endpoint.compute.properties.get("namespace", "default")
+    kube.delete(conn, HTTPROUTE_API, "HTTPRoute", endpoint_object_name(endpoint.workspace.name, endpoint.name), namespace)

@@ -1,0 +1,109 @@
+"""Online endpoints and deployments as the API shows them (Azure ML field names; keys never, except once)."""
+from rest_framework import serializers
+
+from .models import OnlineDeployment, OnlineEndpoint
+
+DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "model", "model_mount_path", "code_configuration", "environment",
+                          "environment_variables", "liveness_probe", "readiness_probe", "request_settings",
+                          "scale_settings", "app_insights_enabled", "data_collector")
+
+
+def scoring_uri(endpoint: OnlineEndpoint, request=None) -> str:
+    path = f"/api/v1/workspaces/{endpoint.workspace.name}/online-endpoints/{endpoint.name}/score"
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+def endpoint_as_dict(endpoint: OnlineEndpoint, request=None, detail: bool = False) -> dict:
+    body = {
+        "name": endpoint.name, "description": endpoint.description, "tags": endpoint.tags, "auth_mode": endpoint.auth_mode,
+        "compute": "local" if endpoint.compute_name == "local" else f"azureml:{endpoint.compute_name}",
+        "traffic": endpoint.traffic, "mirror_traffic": endpoint.mirror_traffic, **endpoint.extra,
+        "scoring_uri": scoring_uri(endpoint, request),
+        "provisioning_state": endpoint.provisioning_state, "provisioning_errors": endpoint.provisioning_errors,
+        "status": endpoint.status,
+        "deployments": sorted(deployment.name for deployment in endpoint.deployments.all()),
+        "created_by": endpoint.created_by.username if endpoint.created_by else None,
+        "created_on": endpoint.created_at, "updated_on": endpoint.updated_at,
+    }
+    if detail:
+        body["manifests"] = endpoint.manifests
+    return body
+
+
+def deployment_as_dict(deployment: OnlineDeployment, detail: bool = False) -> dict:
+    spec = deployment.spec
+    body = {
+        "name": deployment.name, "endpoint_name": deployment.endpoint.name if detail else spec.get("endpoint_name"),
+        **{key: spec[key] for key in DEPLOYMENT_SPEC_FIELDS if key in spec},
+        "instance_type": deployment.instance_type, "instance_count": deployment.instance_count,
+        "resources": deployment.resources,
+        "provisioning_state": deployment.provisioning_state, "provisioning_errors": deployment.provisioning_errors,
+        "status": deployment.status,
+        "created_by": deployment.created_by.username if deployment.created_by else None,
+        "created_on": deployment.created_at, "updated_on": deployment.updated_at,
+    }
+    if detail:
+        body["manifests"] = deployment.manifests
+    return body
+
+
+class OnlineEndpointSerializer(serializers.Serializer):
+    """An Azure ML online endpoint; writes go through endpoints/spec.py."""
+
+    name = serializers.CharField(help_text="3–32 letters, digits or '-', starting with a letter.")
+    description = serializers.CharField(required=False)
+    tags = serializers.DictField(child=serializers.CharField(), required=False)
+    auth_mode = serializers.ChoiceField(choices=["key", "aml_token"], default="key")
+    compute = serializers.CharField(help_text="'local' or 'azureml:<kubernetes compute>'.")
+    traffic = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=100), required=False,
+                                    help_text="deployment → percent; totals 0 or 100; names existing deployments.")
+    mirror_traffic = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=50), required=False)
+    scoring_uri = serializers.CharField(read_only=True)
+    provisioning_state = serializers.CharField(read_only=True)
+    provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
+    status = serializers.DictField(read_only=True)
+    deployments = serializers.ListField(child=serializers.CharField(), read_only=True)
+    keys = serializers.DictField(child=serializers.CharField(), read_only=True, required=False,
+                                 help_text="primaryKey and secondaryKey: in the create response only.")
+    created_by = serializers.CharField(read_only=True, allow_null=True)
+    created_on = serializers.DateTimeField(read_only=True)
+    updated_on = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance):
+        return endpoint_as_dict(instance, self.context.get("request"), self.context.get("detail", False))
+
+
+class OnlineDeploymentSerializer(serializers.Serializer):
+    """An Azure ML Kubernetes online deployment; writes go through endpoints/spec.py and the seed's rules."""
+
+    name = serializers.CharField()
+    endpoint_name = serializers.CharField(required=False)
+    model = serializers.JSONField(required=False, help_text="a path, or {path, type: custom_model|mlflow_model}.")
+    code_configuration = serializers.DictField(required=False, help_text="{code, scoring_script}")
+    environment = serializers.DictField(help_text="{image} on Kubernetes; {venv} optional for local.")
+    environment_variables = serializers.DictField(child=serializers.CharField(), required=False)
+    instance_type = serializers.CharField(required=False, help_text="defaultinstancetype when omitted.")
+    instance_count = serializers.IntegerField(required=False, min_value=1, default=1)
+    resources = serializers.DictField(required=False, help_text="{requests: {cpu, memory}, limits: {cpu, memory, nvidia.com/gpu}}")
+    liveness_probe = serializers.DictField(required=False)
+    readiness_probe = serializers.DictField(required=False)
+    request_settings = serializers.DictField(required=False)
+    scale_settings = serializers.DictField(required=False)
+    provisioning_state = serializers.CharField(read_only=True)
+    provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
+    status = serializers.DictField(read_only=True)
+    created_by = serializers.CharField(read_only=True, allow_null=True)
+    created_on = serializers.DateTimeField(read_only=True)
+    updated_on = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance):
+        return deployment_as_dict(instance, self.context.get("detail", False))
+
+
+class KeysSerializer(serializers.Serializer):
+    auth_mode = serializers.CharField()
+    keys = serializers.DictField(help_text="per key: prefix and rotated_at (the key itself is shown once, when made).")
+
+
+class RegenerateKeySerializer(serializers.Serializer):
+    key_type = serializers.ChoiceField(choices=["primary", "secondary"], default="primary")

@@ -1,0 +1,290 @@
+"""Changes to online endpoints and deployments: the seed's rules, keys, traffic; reconcile runs after commit."""
+from functools import partial
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from compute import capabilities, shapes
+from compute.choices import ComputeType, ProvisioningState
+from compute.models import ComputeTarget
+from compute.selectors import instance_type_get, instance_type_list
+from controlplane.api import BadRequest, Conflict
+from workspaces.audit import audit_record, changed_fields
+from workspaces.choices import AuditAction
+from workspaces.models import Workspace
+
+from . import keys
+from .models import OnlineDeployment, OnlineEndpoint
+from .spec import SpecErrors, check_traffic, parse_deployment, parse_endpoint, resolve_resources
+
+ENDPOINT_EDITABLE = ("description", "tags", "auth_mode", "traffic", "mirror_traffic")
+DEPLOYMENT_FIXED = ("name", "endpoint_name")
+
+
+def _invalid(errors: list[tuple[str, str]], code: str) -> BadRequest:
+    details = [{"target": path, "message": message} for path, message in errors]
+    first = details[0]
+    return BadRequest(f"{first['target']}: {first['message']}" if first["target"] else first["message"], code=code, details=details)
+
+
+def _enqueue(task_name: str, pk: int) -> None:
+    """Reconcile once the change is committed; if the broker is down the resync catches up."""
+    from . import tasks
+
+    transaction.on_commit(partial(getattr(tasks, task_name).delay, pk), robust=True)
+
+
+def _endpoint_compute(workspace: Workspace, name: str) -> ComputeTarget | None:
+    if name == "local":
+        if not settings.DOCKYARD_LOCAL_COMPUTE:
+            raise _invalid([("compute", "The local compute is turned off on this server (DOCKYARD_LOCAL_COMPUTE).")], "InvalidEndpoint")
+        return None
+    compute = ComputeTarget.objects.select_related("cluster").filter(workspace=workspace, name=name).first()
+    if compute is None or compute.provisioning_state == ProvisioningState.DELETING:
+        raise _invalid([("compute", f"There is no compute '{name}' in workspace '{workspace.name}'.")], "InvalidEndpoint")
+    if compute.type != ComputeType.KUBERNETES or not capabilities.supports(compute.type, "realtime_inference"):
+        raise _invalid([("compute", f"Online endpoints run on kubernetes computes or local, not on a {compute.type} compute.")], "InvalidEndpoint")
+    return compute
+
+
+def _new_keys(endpoint: OnlineEndpoint, which=keys.KEY_TYPES) -> dict[str, str]:
+    made = {}
+    for key_type in which:
+        key = keys.new_key()
+        setattr(endpoint, f"{key_type}_key_hash", keys.hash_key(key))
+        endpoint.key_prefixes = {**endpoint.key_prefixes, key_type: key[: keys.PREFIX_LENGTH]}
+        endpoint.keys_rotated_at = {**endpoint.keys_rotated_at, key_type: timezone.now().isoformat()}
+        made[f"{key_type}Key"] = key
+    return made
+
+
+@transaction.atomic
+def endpoint_create(*, user, workspace: Workspace, data: dict) -> tuple[OnlineEndpoint, dict[str, str]]:
+    """Create an endpoint (traffic can only name deployments, so it starts empty); returns it and its keys, shown once."""
+    try:
+        spec = parse_endpoint(data)
+    except SpecErrors as exc:
+        raise _invalid(exc.errors, "InvalidEndpoint") from None
+    compute = _endpoint_compute(workspace, spec["compute"])
+    errors = check_traffic(spec["traffic"], spec["mirror_traffic"], set())
+    if errors:
+        raise _invalid(errors, "InvalidTraffic")
+    if OnlineEndpoint.objects.filter(workspace=workspace, name=spec["name"]).exists():
+        raise Conflict(f"An online endpoint named '{spec['name']}' already exists in workspace '{workspace.name}'.")
+    endpoint = OnlineEndpoint(
+        workspace=workspace, name=spec["name"], description=spec["description"], tags=spec["tags"],
+        auth_mode=spec["auth_mode"], compute_name=spec["compute"], compute=compute, created_by=user,
+        extra={key: spec[key] for key in ("identity", "public_network_access") if key in spec},
+    )
+    made = _new_keys(endpoint) if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY else {}
+    endpoint.save()
+    audit_record(actor=user, action=AuditAction.CREATE, target_type="online-endpoint", target_name=endpoint.name,
+                 workspace=workspace, changes={"compute": [None, endpoint.compute_name]})
+    _enqueue("reconcile_endpoint", endpoint.pk)
+    return endpoint, made
+
+
+def live_deployment_names(endpoint: OnlineEndpoint) -> set[str]:
+    return set(endpoint.deployments.exclude(provisioning_state=ProvisioningState.DELETING).values_list("name", flat=True))
+
+
+@transaction.atomic
+def endpoint_update(*, user, endpoint: OnlineEndpoint, patch: dict) -> tuple[OnlineEndpoint, dict[str, str]]:
+    """Change description, tags, auth mode or the traffic split (checked against the deployments that exist)."""
+    endpoint = OnlineEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if not isinstance(patch, dict):
+        raise _invalid([("", "The body must be a mapping of fields.")], "InvalidEndpoint")
+    if endpoint.provisioning_state == ProvisioningState.DELETING:
+        raise Conflict(f"Online endpoint '{endpoint.name}' is being deleted.")
+    current = {**{key: getattr(endpoint, key) for key in ENDPOINT_EDITABLE}, "name": endpoint.name, "compute": endpoint.compute_name}
+    for key in ("name", "compute"):
+        if key in patch and str(patch[key]).removeprefix("azureml:") != current[key]:
+            raise BadRequest(f"The {key} of an online endpoint cannot be changed.", code="ImmutableField", target=key)
+    body = {**current, **{key: value for key, value in patch.items() if key in ENDPOINT_EDITABLE or key not in current}}
+    try:
+        spec = parse_endpoint(body)
+    except SpecErrors as exc:
+        raise _invalid(exc.errors, "InvalidEndpoint") from None
+    errors = check_traffic(spec["traffic"], spec["mirror_traffic"], live_deployment_names(endpoint))
+    if errors:
+        raise _invalid(errors, "InvalidTraffic")
+    before = {key: getattr(endpoint, key) for key in ENDPOINT_EDITABLE}
+    for key in ENDPOINT_EDITABLE:
+        setattr(endpoint, key, spec[key])
+    changes = changed_fields(before, {key: getattr(endpoint, key) for key in ENDPOINT_EDITABLE})
+    made = {}
+    if "auth_mode" in changes and endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY and not endpoint.primary_key_hash:
+        made = _new_keys(endpoint)
+    if changes:
+        endpoint.generation += 1
+        endpoint.provisioning_state = ProvisioningState.UPDATING
+        endpoint.save()
+        audit_record(actor=user, action=AuditAction.UPDATE, target_type="online-endpoint", target_name=endpoint.name,
+                     workspace=endpoint.workspace, changes=changes)
+        _enqueue("reconcile_endpoint", endpoint.pk)
+    return endpoint, made
+
+
+@transaction.atomic
+def endpoint_delete(*, user, endpoint: OnlineEndpoint) -> OnlineEndpoint:
+    """Mark the endpoint and its deployments Deleting; reconcile stops them and removes the rows."""
+    if endpoint.provisioning_state != ProvisioningState.DELETING:
+        endpoint.provisioning_state = ProvisioningState.DELETING
+        endpoint.generation += 1
+        endpoint.save(update_fields=["provisioning_state", "generation", "updated_at"])
+        for deployment in endpoint.deployments.exclude(provisioning_state=ProvisioningState.DELETING):
+            _mark_deleting(deployment)
+        audit_record(actor=user, action=AuditAction.DELETE, target_type="online-endpoint", target_name=endpoint.name,
+                     workspace=endpoint.workspace)
+    _enqueue("reconcile_endpoint", endpoint.pk)
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_regenerate_key(*, user, endpoint: OnlineEndpoint, key_type: str) -> dict[str, str]:
+    """Replace one key (the other keeps working, so clients can roll over); the new key is shown once."""
+    if endpoint.auth_mode != OnlineEndpoint.AuthMode.KEY:
+        raise BadRequest(f"Endpoint '{endpoint.name}' uses {endpoint.auth_mode} authentication: it has no keys.",
+                         code="NoKeys", target="auth_mode")
+    if key_type not in keys.KEY_TYPES:
+        raise BadRequest("key_type must be primary or secondary.", code="InvalidKeyType", target="key_type")
+    endpoint = OnlineEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    made = _new_keys(endpoint, (key_type,))
+    endpoint.save(update_fields=[f"{key_type}_key_hash", "key_prefixes", "keys_rotated_at", "updated_at"])
+    audit_record(actor=user, action=AuditAction.ACTION, verb="regenerate-key", target_type="online-endpoint",
+                 target_name=endpoint.name, workspace=endpoint.workspace, changes={f"{key_type}_key": "(secret changed)"})
+    return made
+
+
+def _shape(endpoint: OnlineEndpoint, name: str | None) -> tuple[shapes.Shape, dict]:
+    """The instance type a deployment runs on (the default when none is named) and the effective node selector."""
+    if endpoint.compute is None:
+        if name and name != shapes.DEFAULT_NAME:
+            raise _invalid([("instance_type", "A local deployment has no instance types (it runs on the worker's host); "
+                                              "leave instance_type out: its resources are checked against defaultinstancetype.")],
+                           "InvalidDeployment")
+        return shapes.DEFAULT_SHAPE, {}
+    row = instance_type_get(compute=endpoint.compute, name=name or shapes.DEFAULT_NAME)
+    if row is None:
+        known = ", ".join(item["name"] for item in instance_type_list(compute=endpoint.compute))
+        raise _invalid([("instance_type", f"Compute '{endpoint.compute_name}' has no instance type '{name}' (it has: {known}).")],
+                       "InvalidDeployment")
+    limits = dict(row["resources"]["limits"])
+    gpu = limits.pop(shapes.GPU, None) or 0
+    shape = shapes.Shape(row["name"], row["nodeSelector"], dict(row["resources"]["requests"]), limits, gpu)
+    return shape, row["effective_node_selector"]
+
+
+def _is_mlflow(spec: dict) -> bool:
+    model = spec.get("model") or {}
+    if model.get("type") == "mlflow_model":
+        return True
+    path = Path(model.get("path", "")) if model.get("path") else None
+    return bool(path and path.is_dir() and (path / "MLmodel").is_file())
+
+
+def _local_problems(spec: dict) -> list[tuple[str, str]]:
+    """A local deployment's files are on this host: say now if they are not there."""
+    errors = []
+    if spec["instance_count"] != 1:
+        errors.append(("instance_count", "A local deployment is one server process: instance_count must be 1."))
+    if spec["scale_settings"]["type"] != "default":
+        errors.append(("scale_settings.type", "A local deployment does not autoscale: use scale_settings.type default."))
+    code = spec.get("code_configuration")
+    if code:
+        folder = Path(code["code"])
+        if not folder.is_dir():
+            errors.append(("code_configuration.code", f"The code folder {folder} does not exist on the Dockyard host."))
+        elif not (folder / code["scoring_script"]).is_file():
+            errors.append(("code_configuration.scoring_script", f"There is no {code['scoring_script']} in {folder}."))
+    model = spec.get("model")
+    if model and not Path(model["path"]).exists():
+        errors.append(("model.path", f"The model path {model['path']} does not exist on the Dockyard host."))
+    return errors
+
+
+def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, shapes.Shape, dict]:
+    try:
+        spec = parse_deployment(body, endpoint.name)
+    except SpecErrors as exc:
+        raise _invalid(exc.errors, "InvalidDeployment") from None
+    shape, _ = _shape(endpoint, spec["instance_type"])
+    resources, errors = resolve_resources(spec["resources"], shape, _is_mlflow(spec))
+    if endpoint.compute is None:
+        errors += _local_problems(spec)
+    elif not (spec.get("environment") or {}).get("image"):
+        errors.append(("environment.image", "A Kubernetes deployment runs in a container: environment.image is required."))
+    if errors:
+        raise _invalid(errors, "InvalidDeployment")
+    return spec, shape, resources
+
+
+@transaction.atomic
+def deployment_create(*, user, endpoint: OnlineEndpoint, data: dict) -> OnlineDeployment:
+    """Add a deployment to an endpoint, validated by the seed's rules against its instance type."""
+    if endpoint.provisioning_state == ProvisioningState.DELETING:
+        raise Conflict(f"Online endpoint '{endpoint.name}' is being deleted.")
+    spec, shape, resources = _validated_deployment(endpoint, data)
+    if OnlineDeployment.objects.filter(endpoint=endpoint, name=spec["name"]).exists():
+        raise Conflict(f"Endpoint '{endpoint.name}' already has a deployment named '{spec['name']}'.")
+    deployment = OnlineDeployment.objects.create(
+        endpoint=endpoint, name=spec["name"], spec=spec, instance_type=shape.name, resources=resources,
+        instance_count=spec["instance_count"], created_by=user,
+    )
+    audit_record(actor=user, action=AuditAction.CREATE, target_type="online-deployment",
+                 target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace,
+                 changes={"instance_type": [None, shape.name], "instance_count": [None, deployment.instance_count]})
+    _enqueue("reconcile_deployment", deployment.pk)
+    return deployment
+
+
+@transaction.atomic
+def deployment_update(*, user, deployment: OnlineDeployment, patch: dict) -> OnlineDeployment:
+    """Change a deployment (e.g. instance_count): the whole result is validated again by the same rules."""
+    if not isinstance(patch, dict):
+        raise _invalid([("", "The body must be a mapping of fields.")], "InvalidDeployment")
+    if deployment.provisioning_state == ProvisioningState.DELETING:
+        raise Conflict(f"Deployment '{deployment.name}' is being deleted.")
+    for key in DEPLOYMENT_FIXED:
+        if key in patch and patch[key] != deployment.spec.get(key):
+            raise BadRequest(f"The {key} of a deployment cannot be changed.", code="ImmutableField", target=key)
+    endpoint = deployment.endpoint
+    body = {**deployment.spec, **patch}
+    spec, shape, resources = _validated_deployment(endpoint, body)
+    changes = changed_fields(deployment.spec, spec)
+    if not changes:
+        return deployment
+    deployment.spec, deployment.instance_type, deployment.resources = spec, shape.name, resources
+    deployment.instance_count = spec["instance_count"]
+    deployment.generation += 1
+    deployment.provisioning_state = ProvisioningState.UPDATING
+    deployment.save()
+    audit_record(actor=user, action=AuditAction.UPDATE, target_type="online-deployment",
+                 target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace, changes=changes)
+    _enqueue("reconcile_deployment", deployment.pk)
+    return deployment
+
+
+def _mark_deleting(deployment: OnlineDeployment) -> None:
+    deployment.provisioning_state = ProvisioningState.DELETING
+    deployment.generation += 1
+    deployment.save(update_fields=["provisioning_state", "generation", "updated_at"])
+    _enqueue("reconcile_deployment", deployment.pk)
+
+
+@transaction.atomic
+def deployment_delete(*, user, deployment: OnlineDeployment) -> OnlineDeployment:
+    """Delete a deployment that takes no traffic (live or mirrored); reconcile stops it and removes the row."""
+    endpoint = OnlineEndpoint.objects.select_for_update().get(pk=deployment.endpoint_id)
+    share, mirrored = endpoint.traffic.get(deployment.name, 0), endpoint.mirror_traffic.get(deployment.name, 0)
+    if share or mirrored:
+        what = f"{share}% of the traffic" if share else f"{mirrored}% mirrored traffic"
+        raise BadRequest(f"Deployment '{deployment.name}' takes {what}; move it to other deployments first.",
+                         code="DeploymentHasTraffic", target="traffic")
+    if deployment.provisioning_state != ProvisioningState.DELETING:
+        _mark_deleting(deployment)
+        audit_record(actor=user, action=AuditAction.DELETE, target_type="online-deployment",
+                     target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace)
+    return deployment

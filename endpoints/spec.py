@@ -1,0 +1,378 @@
+"""Azure ML online endpoint / Kubernetes online deployment YAML → validated specs, with the seed's rules (pure).
+
+The resource rules are the instance-types page's: requests cpu and memory required and non-zero, memory at least
+1 MB, limits optional unless a GPU is asked for, GPUs whole numbers and only under limits, every limit strictly below
+the instance type's (the default instance type's when none is named), MLflow models at least 2 CPU and 4 GB.
+"""
+import math
+import re
+
+from compute import quantities
+from compute.manifests import GPU
+
+ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
+DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MIN_MEMORY = 10**6  # "1 MB"
+MLFLOW_MIN_MILLICORES, MLFLOW_MIN_MEMORY = 2000, 4 * 10**9  # "2 CPU cores and 4 GB"
+PROBE_DEFAULTS = {"period": 10, "initial_delay": 10, "timeout": 2, "success_threshold": 1, "failure_threshold": 30}
+REQUEST_DEFAULTS = {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500}
+TARGET_DEFAULTS = {"min_instances": 1, "max_instances": 1, "target_utilization_percentage": 70, "polling_interval": 1}
+
+ENDPOINT_FIELDS = {"$schema", "name", "description", "tags", "auth_mode", "compute", "traffic", "mirror_traffic",
+                   "identity", "public_network_access", "kind", "location"}
+ENDPOINT_READ_ONLY = {"scoring_uri", "openapi_uri", "provisioning_state", "provisioning_errors", "id", "keys",
+                      "created_on", "updated_on", "created_by", "deployments", "status"}
+DEPLOYMENT_FIELDS = {"$schema", "name", "endpoint_name", "description", "tags", "type", "model", "model_mount_path",
+                     "code_configuration", "environment", "environment_variables", "instance_type", "instance_count",
+                     "resources", "liveness_probe", "readiness_probe", "request_settings", "scale_settings",
+                     "app_insights_enabled", "data_collector"}
+DEPLOYMENT_READ_ONLY = {"provisioning_state", "provisioning_errors", "id", "status", "created_on", "updated_on",
+                        "created_by", "manifests", "scoring"}
+
+
+class SpecErrors(Exception):
+    """Problems found in a body: [(field path, message)]."""
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        super().__init__(errors[0][1] if errors else "invalid body")
+        self.errors = errors
+
+
+def _mapping(body: object, what: str) -> dict:
+    if not isinstance(body, dict):
+        raise SpecErrors([("", f"The body must be a mapping of {what} fields (Azure ML YAML).")])
+    return body
+
+
+def _unknown(body: dict, known: set, errors: list, what: str) -> None:
+    for key in sorted(set(body) - known, key=str):
+        errors.append((str(key), f"'{key}' is not {what} field."))
+
+
+def _string_map(value: object, path: str, errors: list, key_rule: re.Pattern | None = None) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append((path, f"{path} must be a mapping of names to values."))
+        return {}
+    result = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or (key_rule and not key_rule.match(key)):
+            errors.append((f"{path}.{key}", f"'{key}' is not a valid name here."))
+        elif isinstance(item, bool):
+            result[key] = "true" if item else "false"
+        elif isinstance(item, (str, int, float)):
+            result[key] = str(item)
+        else:
+            errors.append((f"{path}.{key}", "The value must be a string, a number or a boolean."))
+    return result
+
+
+def _name(value: object, rule: re.Pattern, what: str, errors: list) -> str:
+    if not isinstance(value, str) or not rule.match(value):
+        errors.append(("name", f"A {what} name has 3–32 letters, digits or '-', starts with a letter and does not end with '-'."))
+        return ""
+    return value
+
+
+def compute_reference(value: object, errors: list) -> str:
+    if value is None or value == "":
+        errors.append(("compute", "compute is required: 'local' or 'azureml:<kubernetes compute>'."))
+        return ""
+    if not isinstance(value, str) or not value.removeprefix("azureml:").strip() or "/" in value:
+        errors.append(("compute", "compute must be 'local' or 'azureml:<kubernetes compute>'."))
+        return ""
+    return value.removeprefix("azureml:").strip()
+
+
+def parse_endpoint(body: object) -> dict:
+    """Validate an endpoint body (traffic is checked against the deployments by `check_traffic`)."""
+    body = _mapping(body, "online endpoint")
+    errors: list = []
+    _unknown(body, ENDPOINT_FIELDS | ENDPOINT_READ_ONLY, errors, "an online endpoint")
+    spec = {
+        "name": _name(body.get("name"), ENDPOINT_NAME, "endpoint", errors),
+        "description": body.get("description") or "",
+        "tags": _string_map(body.get("tags"), "tags", errors),
+        "auth_mode": body.get("auth_mode", "key"),
+        "compute": compute_reference(body.get("compute"), errors),
+        "traffic": traffic_map(body.get("traffic"), "traffic", errors),
+        "mirror_traffic": traffic_map(body.get("mirror_traffic"), "mirror_traffic", errors),
+    }
+    if not isinstance(spec["description"], str):
+        errors.append(("description", "description must be a string."))
+    if spec["auth_mode"] not in ("key", "aml_token"):
+        errors.append(("auth_mode", f"auth_mode must be key or aml_token (aad_token needs Microsoft Entra ID), not {spec['auth_mode']!r}."))
+    for key in ("identity", "public_network_access"):
+        if key in body:
+            spec[key] = body[key]
+    if errors:
+        raise SpecErrors(errors)
+    return spec
+
+
+def traffic_map(value: object, path: str, errors: list) -> dict[str, int]:
+    """{deployment: percent}, whole numbers 0–100."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append((path, f"{path} maps deployment names to whole percentages, e.g. {{blue: 90, green: 10}}."))
+        return {}
+    result = {}
+    for name, percent in value.items():
+        if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+            errors.append((f"{path}.{name}", "A traffic share is a whole percentage from 0 to 100."))
+        else:
+            result[str(name)] = percent
+    return result
+
+
+def check_traffic(traffic: dict[str, int], mirror: dict[str, int], deployments: set[str]) -> list[tuple[str, str]]:
+    """The endpoint rules: traffic totals 0 or 100 over existing deployments; one mirror ≤ 50 without live traffic."""
+    errors = [(f"traffic.{name}", f"There is no deployment '{name}' on this endpoint.") for name in traffic if name not in deployments]
+    total = sum(traffic.values())
+    if total not in (0, 100):
+        errors.append(("traffic", f"The traffic shares must total 0 or 100 (they total {total})."))
+    errors += [(f"mirror_traffic.{name}", f"There is no deployment '{name}' on this endpoint.") for name in mirror if name not in deployments]
+    mirrored = {name: percent for name, percent in mirror.items() if percent}
+    if len(mirrored) > 1:
+        errors.append(("mirror_traffic", "Traffic can be mirrored to one deployment only."))
+    for name, percent in mirrored.items():
+        if percent > 50:
+            errors.append((f"mirror_traffic.{name}", f"At most 50% of the traffic can be mirrored (got {percent})."))
+        if traffic.get(name):
+            errors.append((f"mirror_traffic.{name}", f"'{name}' already takes live traffic; mirror to a deployment without any."))
+    return errors
+
+
+def _positive_int(value: object, path: str, errors: list, default: int, minimum: int = 1) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        errors.append((path, f"{path} must be a whole number of at least {minimum}."))
+        return default
+    return value
+
+
+def _settings(value: object, path: str, defaults: dict, errors: list, minimums: dict | None = None) -> dict:
+    if value is None:
+        return dict(defaults)
+    if not isinstance(value, dict):
+        errors.append((path, f"{path} must be a mapping ({', '.join(defaults)})."))
+        return dict(defaults)
+    for key in sorted(set(value) - set(defaults) - {"type"}, key=str):
+        errors.append((f"{path}.{key}", f"'{key}' is not a field of {path} ({', '.join(defaults)})."))
+    minimums = minimums or {}
+    return {key: _positive_int(value.get(key), f"{path}.{key}", errors, default, minimums.get(key, 1)) for key, default in defaults.items()}
+
+
+def _probe(value: object, path: str, errors: list) -> dict:
+    probe = _settings(value, path, PROBE_DEFAULTS, errors, {"initial_delay": 0})
+    if path == "liveness_probe" and probe["success_threshold"] != 1:
+        errors.append((f"{path}.success_threshold", "A liveness probe's success_threshold must be 1 (Kubernetes)."))
+    return probe
+
+
+def _scale(value: object, errors: list) -> dict:
+    if value is None:
+        return {"type": "default"}
+    if not isinstance(value, dict) or value.get("type", "default") not in ("default", "target_utilization"):
+        errors.append(("scale_settings.type", "scale_settings.type must be default or target_utilization."))
+        return {"type": "default"}
+    if value.get("type", "default") == "default":
+        for key in sorted(set(value) - {"type"}, key=str):
+            errors.append((f"scale_settings.{key}", "A default scale setting has no other fields: set instance_count."))
+        return {"type": "default"}
+    scale = {"type": "target_utilization", **_settings({k: v for k, v in value.items() if k != "type"}, "scale_settings", TARGET_DEFAULTS, errors)}
+    if scale["min_instances"] > scale["max_instances"]:
+        errors.append(("scale_settings.min_instances", "min_instances cannot be more than max_instances."))
+    if scale["target_utilization_percentage"] > 100:
+        errors.append(("scale_settings.target_utilization_percentage", "A utilisation target is a percentage from 1 to 100."))
+    return scale
+
+
+def _model(value: object, errors: list) -> dict | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.startswith("azureml:"):
+            errors.append(("model", "Registered models (azureml:<name>:<version>) are not available here: give model.path."))
+            return None
+        return {"path": value, "type": "custom_model"}
+    if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not value["path"]:
+        errors.append(("model", "model is a path, or a mapping with `path` (and `type`: custom_model or mlflow_model)."))
+        return None
+    kind = value.get("type", "custom_model")
+    if kind not in ("custom_model", "mlflow_model", "triton_model"):
+        errors.append(("model.type", f"model.type must be custom_model or mlflow_model, not {kind!r}."))
+    return {**value, "type": kind}
+
+
+def _code(value: object, model: dict | None, errors: list) -> dict | None:
+    if value is None:
+        if not (model and model.get("type") == "mlflow_model"):
+            errors.append(("code_configuration", "code_configuration (code, scoring_script) is required unless the model is an MLflow model."))
+        return None
+    if not isinstance(value, dict):
+        errors.append(("code_configuration", "code_configuration is a mapping with code and scoring_script."))
+        return None
+    for key in ("code", "scoring_script"):
+        if not isinstance(value.get(key), str) or not value[key]:
+            errors.append((f"code_configuration.{key}", f"code_configuration.{key} is required."))
+    return dict(value)
+
+
+def _environment(value: object, errors: list) -> dict:
+    if value is None:
+        errors.append(("environment", "environment is required: {image} for Kubernetes, {venv} optional for local."))
+        return {}
+    if isinstance(value, str):
+        errors.append(("environment", "Registered environments are not available here: give an inline environment with image."))
+        return {}
+    if not isinstance(value, dict):
+        errors.append(("environment", "environment is a mapping with image (and for local deployments, venv)."))
+        return {}
+    for key in sorted(set(value) - {"image", "conda_file", "venv", "name", "version", "inference_config"}, key=str):
+        errors.append((f"environment.{key}", f"'{key}' is not an environment field here."))
+    return dict(value)
+
+
+def parse_deployment(body: object, endpoint_name: str) -> dict:
+    """Validate a deployment body's own fields; resources are checked against the instance type by `resolve_resources`."""
+    body = _mapping(body, "online deployment")
+    errors: list = []
+    _unknown(body, DEPLOYMENT_FIELDS | DEPLOYMENT_READ_ONLY, errors, "an online deployment")
+    if body.get("endpoint_name", endpoint_name) != endpoint_name:
+        errors.append(("endpoint_name", f"This deployment is posted to endpoint '{endpoint_name}', not '{body['endpoint_name']}'."))
+    model = _model(body.get("model"), errors)
+    instance_type = body.get("instance_type")
+    if instance_type is not None and (not isinstance(instance_type, str) or not instance_type):
+        errors.append(("instance_type", "instance_type must be an instance type's name."))
+    spec = {
+        "name": _name(body.get("name"), DEPLOYMENT_NAME, "deployment", errors),
+        "endpoint_name": endpoint_name,
+        "description": body.get("description") or "",
+        "tags": _string_map(body.get("tags"), "tags", errors),
+        "model": model,
+        "code_configuration": _code(body.get("code_configuration"), model, errors),
+        "environment": _environment(body.get("environment"), errors),
+        "environment_variables": _string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME),
+        "instance_type": instance_type or None,
+        "instance_count": _positive_int(body.get("instance_count"), "instance_count", errors, 1),
+        "resources": body.get("resources"),
+        "liveness_probe": _probe(body.get("liveness_probe"), "liveness_probe", errors),
+        "readiness_probe": _probe(body.get("readiness_probe"), "readiness_probe", errors),
+        "request_settings": _settings(body.get("request_settings"), "request_settings", REQUEST_DEFAULTS, errors),
+        "scale_settings": _scale(body.get("scale_settings"), errors),
+    }
+    for key in ("model_mount_path", "app_insights_enabled", "data_collector"):
+        if key in body:
+            spec[key] = body[key]
+    if errors:
+        raise SpecErrors(errors)
+    return spec
+
+
+def _quantity(values: dict, key: str, path: str, errors: list, kind: str) -> int | None:
+    """A cpu (millicores) or memory (bytes) value, rounded up as Kubernetes does; None when missing or bad."""
+    value = values.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        amount = quantities.parse(value)
+    except quantities.QuantityError as exc:
+        errors.append((path, str(exc)))
+        return None
+    if amount <= 0:
+        errors.append((path, f"{path} cannot be zero or negative (got {value!r})."))
+        return None
+    return math.ceil(amount * 1000) if kind == "cpu" else math.ceil(amount)
+
+
+def _gpu(values: dict, path: str, errors: list) -> int:
+    try:
+        return quantities.gpu_count(values.get(GPU))
+    except quantities.QuantityError as exc:
+        errors.append((path, str(exc)))
+        return 0
+
+
+def resolve_resources(resources: object, shape, mlflow: bool) -> tuple[dict, list[tuple[str, str]]]:
+    """The container's requests/limits for a deployment on `shape` (an instance type), or the rule violations.
+
+    Without `resources` the instance type's shape is used as it is.
+    """
+    errors: list = []
+    if resources is None:
+        result = {"requests": dict(shape.requests), "limits": {**shape.limits, **({GPU: shape.gpu} if shape.gpu else {})}}
+        if mlflow:
+            _mlflow_minimum(shape.millicores()[0], shape.memory()[0], "instance_type", errors, shape.name)
+        return result, errors
+    if not isinstance(resources, dict):
+        return {}, [("resources", "resources is a mapping with requests (and optionally limits).")]
+    for key in sorted(set(resources) - {"requests", "limits"}, key=str):
+        errors.append((f"resources.{key}", "resources has requests and limits only."))
+    requests, limits = resources.get("requests"), resources.get("limits")
+    if not isinstance(requests, dict):
+        return {}, errors + [("resources.requests", "resources.requests with cpu and memory is required.")]
+    if limits is not None and not isinstance(limits, dict):
+        return {}, errors + [("resources.limits", "resources.limits must be a mapping of cpu, memory and nvidia.com/gpu.")]
+    limits = limits or {}
+    for key in sorted(set(requests) - {"cpu", "memory", GPU}, key=str):
+        errors.append((f"resources.requests.{key}", f"'{key}' is not a resource here (cpu, memory)."))
+    for key in sorted(set(limits) - {"cpu", "memory", GPU}, key=str):
+        errors.append((f"resources.limits.{key}", f"'{key}' is not a resource here (cpu, memory, nvidia.com/gpu)."))
+    if GPU in requests:
+        errors.append((f"resources.requests.{GPU}", "GPUs are given under limits only (Kubernetes copies them to requests)."))
+    cpu_request = _quantity(requests, "cpu", "resources.requests.cpu", errors, "cpu")
+    memory_request = _quantity(requests, "memory", "resources.requests.memory", errors, "memory")
+    for key, value in (("cpu", cpu_request), ("memory", memory_request)):
+        if value is None and not any(path == f"resources.requests.{key}" for path, _ in errors):
+            errors.append((f"resources.requests.{key}", f"resources.requests.{key} is required and cannot be empty."))
+    if memory_request is not None and memory_request < MIN_MEMORY:
+        errors.append(("resources.requests.memory", f"The memory request must be at least 1 MB (got {requests['memory']!r})."))
+    cpu_limit = _quantity(limits, "cpu", "resources.limits.cpu", errors, "cpu")
+    memory_limit = _quantity(limits, "memory", "resources.limits.memory", errors, "memory")
+    gpu = _gpu(limits, f"resources.limits.{GPU}", errors) if GPU in limits else None
+    if GPU in limits and limits[GPU] in (None, ""):
+        errors.append((f"resources.limits.{GPU}", "nvidia.com/gpu cannot be empty: give a whole number."))
+    if gpu:
+        for key, value in (("cpu", cpu_limit), ("memory", memory_limit)):
+            if value is None:
+                errors.append((f"resources.limits.{key}", f"With a GPU, resources.limits.{key} is required."))
+    _below_instance_type(shape, cpu_limit, memory_limit, gpu, limits, errors)
+    _requests_fit(shape, cpu_request, memory_request, cpu_limit, memory_limit, errors)
+    if mlflow and cpu_request is not None and memory_request is not None:
+        _mlflow_minimum(cpu_request, memory_request, "resources.requests", errors, None)
+    if errors:
+        return {}, errors
+    chosen_limits = {key: limits[key] for key in ("cpu", "memory") if key in limits}
+    if gpu:
+        chosen_limits[GPU] = gpu
+    return {"requests": {"cpu": str(requests["cpu"]), "memory": str(requests["memory"])}, "limits": chosen_limits}, errors
+
+
+def _below_instance_type(shape, cpu: int | None, memory: int | None, gpu: int | None, limits: dict, errors: list) -> None:
+    """Each limit given must be strictly less than the instance type's (the seed: '작아야 합니다')."""
+    own_cpu, own_memory = shape.millicores()[1], shape.memory()[1]
+    checks = [("cpu", cpu, own_cpu, shape.limits["cpu"]), ("memory", memory, own_memory, shape.limits["memory"]), (GPU, gpu, shape.gpu, shape.gpu)]
+    for key, value, own, shown in checks:
+        if value is not None and key in limits and value >= own and not (key == GPU and value == 0):
+            errors.append((f"resources.limits.{key}", f"The {key} limit {limits[key]} must be less than instance type "
+                                                       f"'{shape.name}''s limit {shown}."))
+
+
+def _requests_fit(shape, cpu: int | None, memory: int | None, cpu_limit: int | None, memory_limit: int | None, errors: list) -> None:
+    """Requests cannot exceed the limits that apply: the deployment's own, else the instance type's."""
+    for key, request, own_limit, type_limit in (("cpu", cpu, cpu_limit, shape.millicores()[1]), ("memory", memory, memory_limit, shape.memory()[1])):
+        bound = own_limit if own_limit is not None else type_limit
+        if request is not None and request > bound:
+            whose = "its limit" if own_limit is not None else f"instance type '{shape.name}''s limit"
+            errors.append((f"resources.requests.{key}", f"The {key} request cannot be more than {whose}."))
+
+
+def _mlflow_minimum(millicores: int, memory: int, path: str, errors: list, shape_name: str | None) -> None:
+    if millicores < MLFLOW_MIN_MILLICORES or memory < MLFLOW_MIN_MEMORY:
+        where = f" (instance type '{shape_name}' requests less)" if shape_name else ""
+        errors.append((path, f"An MLflow model needs requests of at least 2 CPU and 4 GB of memory{where}."))

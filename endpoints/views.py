@@ -1,0 +1,209 @@
+"""Online endpoints API: endpoints, their deployments, keys, and scoring."""
+from django.http import Http404, HttpResponse, JsonResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from controlplane.api import BadRequest, ETagMixin, error_body
+from workspaces import access
+from workspaces.authentication import user_for_token
+from workspaces.views import WorkspaceScopedMixin
+
+from . import dataplane, keys, selectors, services
+from .models import OnlineDeployment, OnlineEndpoint
+from .serializers import KeysSerializer, OnlineDeploymentSerializer, OnlineEndpointSerializer, RegenerateKeySerializer
+
+READ = {"list": "read", "retrieve": "read", "logs": "read"}
+USE = {"create": "use", "partial_update": "use", "destroy": "use", "keys": "use", "regenerate": "use"}
+MAX_LOG_LINES = 5000
+
+
+def _plain(data):
+    return data.dict() if hasattr(data, "dict") else data
+
+
+@extend_schema_view(
+    create=extend_schema(responses={201: OnlineEndpointSerializer}),
+    partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=OnlineEndpointSerializer),
+    destroy=extend_schema(responses={202: OnlineEndpointSerializer}),
+)
+class OnlineEndpointViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
+    """Online endpoints of a workspace: traffic split, keys, scoring URL."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    serializer_class = OnlineEndpointSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    required_access = {**READ, **USE}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return OnlineEndpoint.objects.none()
+        return selectors.endpoint_list(workspace=self.workspace)
+
+    def get_object(self) -> OnlineEndpoint:
+        try:
+            return selectors.endpoint_get(workspace=self.workspace, name=self.kwargs["name"])
+        except OnlineEndpoint.DoesNotExist:
+            raise Http404 from None
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "detail": self.action != "list"}
+
+    def create(self, request, *args, **kwargs):
+        endpoint, made = services.endpoint_create(user=request.user, workspace=self.workspace, data=_plain(request.data))
+        return Response({**self.get_serializer(endpoint).data, "keys": made}, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        endpoint = self.get_object()
+        self.check_if_match(endpoint)
+        endpoint, made = services.endpoint_update(user=request.user, endpoint=endpoint, patch=_plain(request.data))
+        body = self.get_serializer(self.get_object()).data
+        return Response({**body, "keys": made} if made else body)
+
+    def destroy(self, request, *args, **kwargs):
+        endpoint = self.get_object()
+        self.check_if_match(endpoint)
+        endpoint = services.endpoint_delete(user=request.user, endpoint=endpoint)
+        return Response(self.get_serializer(endpoint).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=RegenerateKeySerializer, responses={200: KeysSerializer})
+    @action(detail=True, methods=["get", "post"], url_path="keys")
+    def keys(self, request, *args, **kwargs):
+        """GET: which keys exist (prefix, rotation time). POST {key_type}: a new key, shown in this answer only."""
+        endpoint = self.get_object()
+        if request.method == "POST":
+            return self._regenerate(request, endpoint)
+        rows = {key_type: {"prefix": endpoint.key_prefixes.get(key_type), "rotated_at": endpoint.keys_rotated_at.get(key_type)}
+                for key_type in keys.KEY_TYPES if endpoint.key_prefixes.get(key_type)}
+        return Response({"auth_mode": endpoint.auth_mode, "keys": rows})
+
+    @extend_schema(request=RegenerateKeySerializer, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"], url_path="keys/regenerate")
+    def regenerate(self, request, *args, **kwargs):
+        return self._regenerate(request, self.get_object())
+
+    def _regenerate(self, request, endpoint: OnlineEndpoint) -> Response:
+        data = _plain(request.data)
+        key_type = data.get("key_type", "primary") if isinstance(data, dict) else "primary"
+        made = services.endpoint_regenerate_key(user=request.user, endpoint=endpoint, key_type=key_type)
+        return Response({"auth_mode": endpoint.auth_mode, **made})
+
+
+@extend_schema_view(
+    create=extend_schema(responses={201: OnlineDeploymentSerializer}),
+    partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=OnlineDeploymentSerializer),
+    destroy=extend_schema(responses={202: OnlineDeploymentSerializer}),
+)
+class OnlineDeploymentViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
+    """Deployments of one online endpoint."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    serializer_class = OnlineDeploymentSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    required_access = {**READ, **USE}
+
+    @property
+    def endpoint(self) -> OnlineEndpoint:
+        if not hasattr(self, "_endpoint"):
+            try:
+                self._endpoint = selectors.endpoint_get(workspace=self.workspace, name=self.kwargs["endpoint_name"])
+            except OnlineEndpoint.DoesNotExist:
+                raise Http404 from None
+        return self._endpoint
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return OnlineDeployment.objects.none()
+        return selectors.deployment_list(endpoint=self.endpoint)
+
+    def get_object(self) -> OnlineDeployment:
+        try:
+            return selectors.deployment_get(endpoint=self.endpoint, name=self.kwargs["name"])
+        except OnlineDeployment.DoesNotExist:
+            raise Http404 from None
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "detail": self.action != "list"}
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([self.get_serializer(item).data for item in page])
+
+    def create(self, request, *args, **kwargs):
+        deployment = services.deployment_create(user=request.user, endpoint=self.endpoint, data=_plain(request.data))
+        return Response(self.get_serializer(deployment).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        deployment = self.get_object()
+        self.check_if_match(deployment)
+        deployment = services.deployment_update(user=request.user, deployment=deployment, patch=_plain(request.data))
+        return Response(self.get_serializer(deployment).data)
+
+    def destroy(self, request, *args, **kwargs):
+        deployment = self.get_object()
+        self.check_if_match(deployment)
+        deployment = services.deployment_delete(user=request.user, deployment=deployment)
+        return Response(self.get_serializer(deployment).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(parameters=[OpenApiParameter("lines", int, description="how many of the last lines (default 200)")],
+                   responses={(200, "text/plain"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"], url_path="logs")
+    def logs(self, request, *args, **kwargs):
+        value = request.query_params.get("lines", "200")
+        if not value.isdigit() or not 1 <= int(value) <= MAX_LOG_LINES:
+            raise BadRequest(f"lines must be a whole number from 1 to {MAX_LOG_LINES}.", code="InvalidLines", target="lines")
+        text = dataplane.deployment_logs(self.get_object(), int(value))
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+def _error(status_code: int, code: str, message: str, **headers) -> JsonResponse:
+    response = JsonResponse(error_body(status_code, message, code=code), status=status_code)
+    for key, value in headers.items():
+        response[key.replace("_", "-")] = value
+    return response
+
+
+def _bearer(request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def _authorised(request, endpoint: OnlineEndpoint) -> bool:
+    """key: one of the endpoint's keys. aml_token: a Dockyard token or session of a workspace member."""
+    token = _bearer(request)
+    if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY:
+        return bool(token) and keys.matches(token, [endpoint.primary_key_hash, endpoint.secondary_key_hash])
+    user = user_for_token(token) if token else getattr(request._request, "user", None)
+    return bool(user and user.is_authenticated and access.can(user, endpoint.workspace, "read"))
+
+
+class ScoreView(APIView):
+    """POST a request to the endpoint: one deployment answers (traffic weights or the azureml-model-deployment header)."""
+
+    authentication_classes: list = []  # the endpoint's own keys (or tokens, for aml_token) are checked below
+    permission_classes = [permissions.AllowAny]
+    throttle_classes: list = []
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
+                   parameters=[OpenApiParameter(dataplane.HEADER, str, OpenApiParameter.HEADER, description="the deployment to use")])
+    def post(self, request, workspace_name: str, name: str):
+        target = selectors.scoring_target(workspace_name=workspace_name, endpoint_name=name)
+        if target is None:
+            return _error(404, "NotFound", f"There is no online endpoint '{name}' here.")
+        endpoint, deployments = target
+        if not _authorised(request, endpoint):
+            needed = "one of its keys" if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY else "a workspace member's Dockyard token"
+            return _error(401, "Unauthorized", f"Scoring '{name}' needs {needed} as 'Authorization: Bearer ...'.", WWW_Authenticate="Bearer")
+        try:
+            answer = dataplane.score(endpoint, deployments, request.body, request.content_type, request.headers.get(dataplane.HEADER))
+        except dataplane.ScoringError as exc:
+            return _error(exc.status, exc.code, str(exc))
+        response = HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
+        response[dataplane.HEADER] = answer.deployment
+        return response

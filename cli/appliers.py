@@ -2,18 +2,41 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import yaml
+
 from . import instancetypes
 from .client import ApiClient, Response, path_of
-from .documents import COMPUTE_TYPES, SECRET_FIELDS, Document, compute_body
+from .documents import COMPUTE_TYPES, SECRET_FIELDS, Document, compute_body, contains
+from .endpoints import (
+    TRAFFIC_FIELDS,
+    changed_keys,
+    compute_name,
+    deployment_changes,
+    deployment_view,
+    deployments_named,
+    endpoint_changes,
+    live,
+    online_kind,
+    shown_keys,
+    traffic_text,
+)
 from .errors import EXIT_NOT_LOGGED_IN, ApiError, CliError, ConnectionFailed, InvalidInput
-from .lookups import instance_types_path, missing_compute, read_if_exists, workspace_not_found
+from .jobs import DISPLAY_FIELDS, display_changes, spec_changes
+from .lookups import (
+    deployments_path,
+    endpoint_not_found,
+    endpoints_path,
+    instance_types_path,
+    jobs_path,
+    missing_compute,
+    read_if_exists,
+    workspace_not_found,
+)
 
 WORKSPACE_FIELDS = ("display_name", "description", "tags")
 INSTANCE_TYPE_KINDS = ("InstanceType", "InstanceTypeList")
-# Azure ML job types: the API will take jobs, this CLI cannot apply them yet.
+# Azure ML job types: Dockyard runs command jobs; the others are recognised to say so.
 JOB_TYPES = ("command", "pipeline", "sweep", "spark")
-# Keys only online endpoints and deployments have (a Kubernetes deployment also says `type: kubernetes`).
-ENDPOINT_KEYS = ("endpoint_name", "auth_mode")
 # Fields in which the API fills in nested defaults (a schedule's time zone, interval, state): a dry run
 # counts them unchanged when the document's values are all there. Every other field must match exactly.
 DEFAULTED_FIELDS = ("schedules",)
@@ -29,6 +52,7 @@ class Outcome:
     changes: list[str] = field(default_factory=list)
     note: str = ""
     error: CliError | None = None
+    keys: dict = field(default_factory=dict)  # an endpoint's keys, in the one answer that shows them
 
     def line(self) -> str:
         """`compute/NAME configured`, plus `(dry run: changed fields; notes)` when planning."""
@@ -43,7 +67,8 @@ class Outcome:
     def as_dict(self) -> dict:
         if self.error is not None:
             return {"resource": self.resource, "action": "failed", "error": self.error.as_dict()}
-        return {"resource": self.resource, "action": self.action, "dry_run": self.dry_run, "changes": self.changes}
+        result = {"resource": self.resource, "action": self.action, "dry_run": self.dry_run, "changes": self.changes}
+        return {**result, "keys": self.keys} if self.keys else result
 
 
 @dataclass
@@ -53,6 +78,10 @@ class Scope:
     workspace: Callable[[], str]
     compute: Callable[[], str]
     checked: dict = field(default_factory=dict)
+    # Steps to take once every document is applied: an endpoint's traffic to deployments applied after it.
+    later: list[tuple[str, Callable[[], list["Outcome"]]]] = field(default_factory=list)
+    # What a dry run would have created, so that what depends on it is planned too (a new endpoint's deployments).
+    planned: set = field(default_factory=set)
 
     def instance_types(self, client: ApiClient) -> "InstanceTypeApi":
         """The instance-type API of the chosen compute, after checking once that the compute exists."""
@@ -88,16 +117,21 @@ def resource_label(document: Document) -> str:
     if route == "instancetype" and body.get("kind") == "InstanceType":
         metadata = body.get("metadata")
         name = metadata.get("name") if isinstance(metadata, dict) else None  # Kubernetes names live in metadata
-    if route in ("unknown", "job", "endpoint") or not isinstance(name, str) or not name:
+    if route == "online-deployment":
+        endpoint = body.get("endpoint_name")
+        name = f"{endpoint}/{name}" if isinstance(endpoint, str) and endpoint and isinstance(name, str) and name else None
+    if route == "unknown" or not isinstance(name, str) or not name:
         return document.where()
     return f"{route}/{name}"
 
 
 def route_of(body: dict) -> str:
-    """Which resource a document describes: compute, workspace, instancetype, job, endpoint or unknown."""
+    """Which resource a document describes: compute, workspace, instancetype, job, online-endpoint,
+    online-deployment or unknown."""
     doc_type, kind = body.get("type"), body.get("kind")
-    if any(key in body for key in ENDPOINT_KEYS):
-        return "endpoint"
+    online = online_kind(body)  # before compute types: a Kubernetes deployment says `type: kubernetes` too
+    if online is not None:
+        return online
     if doc_type in JOB_TYPES:
         return "job"
     if doc_type in COMPUTE_TYPES:
@@ -121,13 +155,18 @@ def apply_document(document: Document, client: ApiClient, scope: Scope, dry_run:
         return [apply_workspace(client, body, dry_run)]
     if route == "instancetype":
         return apply_instance_types(scope.instance_types(client), body, dry_run)
-    if route in ("job", "endpoint"):
-        what = "a job" if route == "job" else "an online endpoint or deployment"
-        raise NotSupportedYet(f"This looks like {what}, which `dockyard apply` does not support yet.")
+    if route == "job" and body.get("type") == "command":
+        return [apply_job(client, scope.workspace(), body, dry_run)]
+    if route == "job":
+        raise NotSupportedYet(f"This is a {body.get('type')} job; Dockyard runs command jobs only (`type: command`).")
+    if route == "online-endpoint":
+        return [apply_endpoint(client, scope, body, dry_run)]
+    if route == "online-deployment":
+        return [apply_deployment(client, scope, body, dry_run)]
     choices = ", ".join(COMPUTE_TYPES)
     raise InvalidInput(
-        f"Cannot tell what this document is: give `type` (workspace or a compute type: {choices}) "
-        "or `kind` (InstanceType, InstanceTypeList, Workspace).",
+        f"Cannot tell what this document is: give `type` (workspace, command or a compute type: {choices}), "
+        "`kind` (InstanceType, InstanceTypeList, Workspace) or an online endpoint's or deployment's `$schema`.",
         target="type", code="UnknownDocument",
     )
 
@@ -205,13 +244,32 @@ def same_as_shown(key: str, current, desired) -> bool:
     return contains(current, desired) if key in DEFAULTED_FIELDS else current == desired
 
 
-def contains(current, desired) -> bool:
-    """True when `desired` is already in `current`; mappings may hold more (the API fills in defaults)."""
-    if isinstance(desired, dict) and isinstance(current, dict):
-        return all(contains(current.get(key), value) for key, value in desired.items())
-    if isinstance(desired, list) and isinstance(current, list):
-        return len(desired) == len(current) and all(map(contains, current, desired))
-    return current == desired
+def apply_job(client: ApiClient, workspace: str, body: dict, dry_run: bool) -> Outcome:
+    """Submit a job once: applied again it is `unchanged`, or `configured` when only its display fields differ."""
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidInput("A job needs a name to be applied (that is how apply finds it again); "
+                           "`dockyard job create -f FILE` submits one with a generated name.", target="name", code="InvalidDocument")
+    resource = f"job/{name}"
+    current = read_if_exists(client, jobs_path(workspace, name))
+    if current is None:
+        ensure_workspace_exists(client, workspace)
+        if not dry_run:
+            client.post_yaml(jobs_path(workspace), yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+        return Outcome(resource, "created", dry_run)
+    if current.body.get("deleting"):
+        raise CliError(f"Job '{name}' is being deleted; apply again once it is gone.", code="Conflict")
+    fixed = spec_changes(body, current.body)
+    if fixed:
+        raise CliError(
+            f"Job '{name}' exists and a submitted job cannot be changed (this document differs in: {', '.join(fixed)}); "
+            f"only {', '.join(DISPLAY_FIELDS)} can. Give the document a new name to submit another job.",
+            code="ImmutableField", details=[{"target": key, "message": "differs from the submitted job"} for key in fixed],
+        )
+    changes = display_changes(body, current.body)
+    if changes and not dry_run:
+        client.patch(jobs_path(workspace, name), {key: body[key] for key in changes}, etag=current.etag)
+    return Outcome(resource, "configured" if changes else "unchanged", dry_run, changes)
 
 
 def apply_workspace(client: ApiClient, body: dict, dry_run: bool) -> Outcome:
@@ -316,3 +374,95 @@ def apply_instance_type(api: InstanceTypeApi, document: dict, dry_run: bool, cur
 def same_spec(after: dict, before: dict) -> bool:
     """The API leaves an unchanged instance type as it was; a change shows in its shape or its source (adoption)."""
     return all(after.get(key) == before.get(key) for key in ("nodeSelector", "resources", "source", "updated_on"))
+
+
+def apply_endpoint(client: ApiClient, scope: Scope, body: dict, dry_run: bool, retried: bool = False) -> Outcome:
+    """Create an online endpoint, or PATCH its description, tags, auth_mode and traffic; compute cannot change.
+
+    Traffic can only name deployments the endpoint has, so a split that names one not there yet (a new endpoint's
+    always) is set once every document is applied: after the deployments of the same files.
+    """
+    name, workspace = required_name(body), scope.workspace()
+    resource, path = f"online-endpoint/{name}", endpoints_path(workspace, name)
+    current = read_if_exists(client, path)
+    if current is None:
+        ensure_workspace_exists(client, workspace)
+        later = {key: live(body[key]) for key in TRAFFIC_FIELDS if isinstance(body.get(key), dict) and body[key]}
+        note = "traffic once its deployments are applied" if any(later.values()) else ""
+        if dry_run:
+            scope.planned.add(("online-endpoint", workspace, name))
+            return Outcome(resource, "created", True, note=note)
+        created = client.post(endpoints_path(workspace), {key: value for key, value in body.items() if key not in later}).body
+        if any(later.values()):
+            scope.later.append((resource, lambda: [set_traffic(client, workspace, name, later)]))
+        return Outcome(resource, "created", note=note, keys=shown_keys(created))
+    if current.body.get("provisioning_state") == "Deleting":
+        raise CliError(f"Online endpoint '{name}' is being deleted; apply again once it is gone.", code="Conflict")
+    if "compute" in body and compute_name(body["compute"]) != compute_name(current.body.get("compute")):
+        raise InvalidInput(f"The compute of an online endpoint cannot be changed (it is {current.body.get('compute')}).",
+                           target="compute", code="ImmutableField")
+    changes = endpoint_changes(body, current.body)
+    if dry_run:
+        return Outcome(resource, "configured" if changes else "unchanged", True, changes)
+    existing = set(current.body.get("deployments") or [])
+    traffic = [key for key in changes if key in TRAFFIC_FIELDS]
+    # Traffic and mirror_traffic are checked together: when either waits for a deployment, both do.
+    later = traffic if deployments_named({key: body[key] for key in traffic}) - existing else []
+    now = [key for key in changes if key not in later]
+    keys: dict = {}
+    if now:
+        try:
+            keys = shown_keys(client.patch(path, {key: body[key] for key in now}, etag=current.etag).body)
+        except ApiError as error:
+            if error.status != 412 or retried:
+                raise
+            return apply_endpoint(client, scope, body, dry_run, retried=True)  # it changed since we read it: once more
+    if later:
+        wanted = {key: live(body[key]) for key in later}
+        scope.later.append((resource, lambda: [set_traffic(client, workspace, name, wanted)]))
+    note = "traffic once its deployments are applied" if later else ""
+    return Outcome(resource, "configured" if now else "unchanged", changes=now, note=note, keys=keys)
+
+
+def set_traffic(client: ApiClient, workspace: str, name: str, wanted: dict) -> Outcome:
+    """The second step of an endpoint's apply: its traffic, now that the deployments of the files are there."""
+    resource = f"online-endpoint/{name}"
+    after = client.patch(endpoints_path(workspace, name), wanted).body
+    note = "; ".join(f"{key} {traffic_text(after.get(key)) or 'none'}" for key in wanted)
+    return Outcome(resource, "configured", changes=list(wanted), note=note)
+
+
+def apply_deployment(client: ApiClient, scope: Scope, body: dict, dry_run: bool, retried: bool = False) -> Outcome:
+    """Create an online deployment (POST), or PATCH it with the document; the API says whether anything changed.
+
+    Fields the document leaves out keep their values. Apply does not wait for the deployment's server.
+    """
+    name, workspace = required_name(body), scope.workspace()
+    endpoint = body.get("endpoint_name")
+    if not isinstance(endpoint, str) or not endpoint:
+        raise InvalidInput("An online deployment needs endpoint_name (the endpoint it belongs to) to be applied.",
+                           target="endpoint_name", code="InvalidDocument")
+    resource, path = f"online-deployment/{endpoint}/{name}", deployments_path(workspace, endpoint, name)
+    current = read_if_exists(client, path)
+    if current is None:
+        if read_if_exists(client, endpoints_path(workspace, endpoint)) is None and (
+                not dry_run or ("online-endpoint", workspace, endpoint) not in scope.planned):
+            ensure_workspace_exists(client, workspace)
+            raise endpoint_not_found(workspace, endpoint)
+        if not dry_run:
+            client.post(deployments_path(workspace, endpoint), body)
+        return Outcome(resource, "created", dry_run)
+    if current.body.get("provisioning_state") == "Deleting":
+        raise CliError(f"Deployment '{name}' of online endpoint '{endpoint}' is being deleted; apply again once it is gone.",
+                       code="Conflict")
+    if dry_run:
+        changes = deployment_changes(body, current.body)
+        return Outcome(resource, "configured" if changes else "unchanged", True, changes)
+    try:
+        after = client.patch(path, body, etag=current.etag).body
+    except ApiError as error:
+        if error.status != 412 or retried:
+            raise
+        return apply_deployment(client, scope, body, dry_run, retried=True)  # it changed since we read it: once more
+    changes = changed_keys(deployment_view(current.body), deployment_view(after))
+    return Outcome(resource, "configured" if changes else "unchanged", changes=changes)

@@ -44,7 +44,11 @@ def read_text(source: str) -> str:
 
 def load_documents(source: str) -> list[Document]:
     """Every non-empty document of a (multi-document) YAML file; `-` reads standard input."""
-    text = read_text(source)
+    return parse_documents(read_text(source), source)
+
+
+def parse_documents(text: str, source: str) -> list[Document]:
+    """Every non-empty document of YAML text read from `source` (which relative file paths start from)."""
     base_dir = Path.cwd() if source == STDIN else Path(source).expanduser().resolve().parent
     try:
         bodies = list(yaml.safe_load_all(text))
@@ -88,6 +92,15 @@ def set_path(body: dict, path: list[str], value, text: str) -> None:
             raise InvalidInput(f"'{text}': '{part}' is not a mapping.", target="--set", code="InvalidOption", exit_code=EXIT_USAGE)
         node = child
     node[path[-1]] = value
+
+
+def contains(current, desired) -> bool:
+    """True when `desired` is already in `current`; mappings may hold more (the API fills in defaults)."""
+    if isinstance(desired, dict) and isinstance(current, dict):
+        return all(contains(current.get(key), value) for key, value in desired.items())
+    if isinstance(desired, list) and isinstance(current, list):
+        return len(desired) == len(current) and all(map(contains, current, desired))
+    return current == desired
 
 
 def read_side_file(document: Document, path_value, target: str) -> str:

@@ -6,6 +6,11 @@ EXIT_API_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CONNECTION = 3
 EXIT_NOT_LOGGED_IN = 4
+# How a followed job ended (`job create --stream`, `job logs --follow`); Completed is EXIT_OK.
+EXIT_JOB_FAILED = 5
+EXIT_JOB_CANCELED = 6
+# Ctrl-C while following a job: the shell's convention for SIGINT (128 + 2); the job itself goes on.
+EXIT_INTERRUPTED = 130
 
 
 class CliError(click.ClickException):

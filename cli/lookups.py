@@ -15,6 +15,11 @@ def nodes_path(workspace: str, compute: str) -> str:
     return path_of("workspaces", workspace, "computes", compute, "nodes")
 
 
+def jobs_path(workspace: str, name: str | None = None, action: str | None = None) -> str:
+    """`workspaces/{ws}/jobs/`, one job's path, or one of its actions (cancel, logs)."""
+    return path_of("workspaces", workspace, "jobs", *[part for part in (name, action) if part])
+
+
 def read_if_exists(client: ApiClient, path: str) -> Response | None:
     try:
         return client.get(path)
@@ -50,6 +55,15 @@ def not_found_in_workspace(client: ApiClient, workspace: str, name: str, error: 
     return compute_not_found(workspace, name)
 
 
+def job_not_found_in_workspace(client: ApiClient, workspace: str, name: str, error: ApiError) -> ApiError:
+    """The API's bare 404 under a workspace's jobs: the workspace or the job."""
+    if error.status != 404:
+        return error
+    if read_if_exists(client, path_of("workspaces", workspace)) is None:
+        return workspace_not_found(workspace)
+    return ApiError(404, f"Job '{name}' was not found in workspace '{workspace}'.", code="NotFound")
+
+
 def not_found_on_compute(client: ApiClient, workspace: str, compute: str, name: str, error: ApiError) -> ApiError:
     """The API's bare 404 under a compute: the workspace, the compute, or the instance type itself."""
     if error.status != 404:
@@ -57,3 +71,44 @@ def not_found_on_compute(client: ApiClient, workspace: str, compute: str, name: 
     return missing_compute(client, workspace, compute) or ApiError(
         404, f"Instance type '{name}' was not found on compute '{compute}'.", code="NotFound"
     )
+
+
+def endpoints_path(workspace: str, name: str | None = None, action: str | None = None) -> str:
+    """`workspaces/{ws}/online-endpoints/`, one endpoint's path, or one of its actions (keys)."""
+    return path_of("workspaces", workspace, "online-endpoints", *[part for part in (name, action) if part])
+
+
+def deployments_path(workspace: str, endpoint: str, name: str | None = None, action: str | None = None) -> str:
+    """An endpoint's `deployments/`, one deployment's path, or one of its actions (logs)."""
+    return path_of("workspaces", workspace, "online-endpoints", endpoint, "deployments",
+                   *[part for part in (name, action) if part])
+
+
+def score_path(workspace: str, endpoint: str) -> str:
+    """The scoring URL's path, as API.md writes it (no trailing slash)."""
+    return path_of("workspaces", workspace, "online-endpoints", endpoint, "score").rstrip("/")
+
+
+def endpoint_not_found(workspace: str, name: str) -> ApiError:
+    return ApiError(404, f"Online endpoint '{name}' was not found in workspace '{workspace}'.", code="NotFound")
+
+
+def endpoint_not_found_in_workspace(client: ApiClient, workspace: str, name: str, error: ApiError) -> ApiError:
+    """The API's bare 404 under a workspace's online endpoints: the workspace or the endpoint."""
+    if error.status != 404:
+        return error
+    if read_if_exists(client, path_of("workspaces", workspace)) is None:
+        return workspace_not_found(workspace)
+    return endpoint_not_found(workspace, name)
+
+
+def deployment_not_found_on_endpoint(client: ApiClient, workspace: str, endpoint: str, name: str | None,
+                                     error: ApiError) -> ApiError:
+    """The API's bare 404 under an endpoint's deployments: the workspace, the endpoint, or the deployment."""
+    if error.status != 404:
+        return error
+    if read_if_exists(client, endpoints_path(workspace, endpoint)) is None:
+        return endpoint_not_found_in_workspace(client, workspace, endpoint, error)
+    if name is None:
+        return error
+    return ApiError(404, f"Online endpoint '{endpoint}' has no deployment '{name}'.", code="NotFound")

@@ -5,6 +5,9 @@ from .commands.apply import apply
 from .commands.auth import configure, login, logout
 from .commands.compute import compute
 from .commands.instancetype import instancetype
+from .commands.job import job
+from .commands.online_deployment import online_deployment
+from .commands.online_endpoint import online_endpoint
 from .commands.workspace import workspace
 from .context import State, output_option
 
@@ -21,12 +24,15 @@ def cli(ctx: click.Context) -> None:
     (`dockyard configure --defaults workspace=NAME`), then create computes from YAML with
     `dockyard compute create -f FILE` or `dockyard apply -f FILE`, attach a Kubernetes cluster with
     `dockyard compute attach -f k8s.yml`, and give it instance types with
-    `dockyard apply -f instance_types.yaml --compute NAME`.
+    `dockyard apply -f instance_types.yaml --compute NAME`. Submit a command job and follow its log with
+    `dockyard job create -f job.yml --stream`. Serve a model with `dockyard online-endpoint create -f endpoint.yml`
+    and `dockyard online-deployment create -f blue.yml --all-traffic`, then
+    `dockyard online-endpoint invoke NAME --request-file request.json`.
     """
     ctx.ensure_object(State)
 
 
-for command in (login, logout, configure, workspace, compute, instancetype, apply):
+for command in (login, logout, configure, workspace, compute, instancetype, job, online_endpoint, online_deployment, apply):
     cli.add_command(command)
 
 

@@ -254,15 +254,17 @@ def proxy_post(conn: Connection, namespace: str, service: str, port: int, path: 
     _buckets[conn.key].wait()
     _respect_retry_after(conn)
     target = f"{path_for('v1', 'Service', f'{service}:{port}', namespace, sub='proxy')}/{path.lstrip('/')}"
+    # The body goes as the bytes it is: ApiClient.call_api would json.dumps() it for a JSON content type (TypeError
+    # on bytes, a JSON string literal on str). So the request is sent on the client's own pool, with its auth.
+    sent = {**api.default_headers, **headers}
+    api.update_params_for_auth(sent, [], ["BearerToken"])
     try:
-        response = api.call_api(target, "POST", header_params=headers, body=body, auth_settings=["BearerToken"],
-                                _preload_content=False, _request_timeout=(5, timeout))
-    except ApiException as exc:  # the backend's own error (or the proxy's): passed on as it is
-        body = exc.body if isinstance(exc.body, bytes) else str(exc.body or "").encode()
-        return exc.status, (exc.headers or {}).get("Content-Type", "application/json"), body
+        raw = api.rest_client.pool_manager.request(
+            "POST", api.configuration.host + target, body=body, headers=sent, retries=False, preload_content=True,
+            timeout=urllib3.Timeout(connect=TIMEOUT[0], read=timeout))
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise KubeTransient(f"The cluster did not answer ({type(exc).__name__}).") from None
-    raw = response[0] if isinstance(response, tuple) else response
+    # 2xx or not, the backend's answer (or the proxy's own Status) is passed on as it is.
     return raw.status, raw.headers.get("Content-Type", "application/json"), raw.data
 
 

@@ -1,6 +1,6 @@
 """Thin Celery tasks: take the row lock, call reconcile, sort errors; the resync safety net."""
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 from celery import shared_task
@@ -115,20 +115,27 @@ def looked_after(heartbeat) -> bool:
     return _fresh(heartbeat, settings.DOCKYARD_JOB_STALE_SECONDS)
 
 
-def chained_run(task, model, pk: int, tick: bool, step, period: float, related: tuple[str, ...] = ()):
-    """Run `step(row)` under the row lock; when it returns a delay, look again then (one chain per record).
+def chained_run(task, model, pk: int, tick: bool | str, step, period: float, related: tuple[str, ...] = ()):
+    """Run `step(row)` under the row lock; when it returns a delay, look again then: one chain of looks per record.
 
-    Records that need watching (processes, rollouts) ask to be looked at again. `tick` marks a look of the chain;
-    other calls (create, update, delete) start a chain only when none is alive. Of two chains, one always finds the
-    other's heartbeat younger than half a period and ends.
+    A look of the chain carries the heartbeat it wrote (`tick`) and goes on only while that is still the record's last
+    one: when another look takes over (a resync's, tick=True, once the chain went quiet), the older chain ends at its
+    next look, whatever the timing. A look that finds the row busy comes back instead of ending the chain. Other calls
+    (create, update, cancel, delete) start a chain only when none is alive.
     """
     def action(row) -> None:
-        if tick and _fresh(row.heartbeat_at, period / 2):
-            return
+        if isinstance(tick, str) and row.heartbeat_at != datetime.fromisoformat(tick):
+            return  # another look took the chain over since this one was asked for
+        if tick is True and _fresh(row.heartbeat_at, period / 2):
+            return  # the chain looked a moment ago
         delay = step(row)
         if row.pk is None or delay is None or not (tick or not looked_after(row.heartbeat_at)):
             return
-        model.objects.filter(pk=row.pk).update(heartbeat_at=timezone.now())
-        transaction.on_commit(partial(task.apply_async, (row.pk,), {"tick": True}, countdown=delay), robust=True)
+        beat = timezone.now()
+        model.objects.filter(pk=row.pk).update(heartbeat_at=beat)
+        transaction.on_commit(partial(task.apply_async, (row.pk,), {"tick": beat.isoformat()}, countdown=delay), robust=True)
 
-    return locked_run(task, model, pk, action, related=related)
+    row = locked_run(task, model, pk, action, related=related)
+    if row is None and isinstance(tick, str) and model.objects.filter(pk=pk).exists():
+        task.apply_async((pk,), {"tick": tick}, countdown=period / 2)  # busy (a cancel, a delete): look again soon
+    return row

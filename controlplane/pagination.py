@@ -1,6 +1,9 @@
 """List pagination: page numbers for most lists, counted cursors for jobs and events."""
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 from rest_framework.response import Response
+
+from .api import BadRequest
 
 
 class PagePagination(PageNumberPagination):
@@ -20,6 +23,13 @@ class CountedCursorPagination(CursorPagination):
     def paginate_queryset(self, queryset, request, view=None):
         self.count = queryset.count()
         return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request):
+        """A cursor this API did not give out is a bad request naming the parameter, not DRF's 404."""
+        try:
+            return super().decode_cursor(request)
+        except NotFound:
+            raise BadRequest("The cursor is not one this API gave out.", code="InvalidCursor", target="cursor") from None
 
     def get_paginated_response(self, data):
         return Response(

@@ -3,6 +3,7 @@ from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import build_parameter_type
 from drf_spectacular.utils import OpenApiParameter, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
+from rest_framework.pagination import CursorPagination
 
 from workspaces.models import DNS_LABEL
 
@@ -71,13 +72,17 @@ class AutoSchema(SpectacularAutoSchema):
         has_query = bool(self._get_filter_parameters()) or bool(self.get_override_parameters())
         if self.method in UNSAFE_METHODS:
             codes |= {400, 403, 409}
-        elif has_query or "{compute_name}" in self.path:
-            codes.add(400)  # a bad filter, or asking a compute for what its type cannot do (UnsupportedComputeType)
+        elif has_query or "{compute_name}" in self.path or isinstance(self._paginator_of_view(), CursorPagination):
+            # a bad filter or cursor, or asking a compute for what its type cannot do (UnsupportedComputeType)
+            codes.add(400)
         if "{" in self.path or (self._is_list_view() and self._get_paginator()):
             codes.add(404)  # an unknown resource, or a page or cursor that does not exist
         if self.method in ("PUT", "PATCH", "DELETE") and callable(getattr(self.view, "retrieve", None)):
             codes.add(412)  # what a GET gives an ETag to, If-Match guards (API.md, Concurrency)
         return sorted(codes)
+
+    def _paginator_of_view(self):
+        return self._get_paginator() if self._is_list_view() else None
 
     def _error_response(self, code: int, schema: dict) -> dict:
         response = {"description": ERROR_DESCRIPTIONS[code], "content": {"application/json": {"schema": schema}}}

@@ -40,8 +40,11 @@ def _environment(spec: dict) -> list[dict]:
 
 
 def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str, endpoint: str,
-                        resources: dict, node_selector: dict, replicas: int) -> dict:
-    """The Deployment running the inference server with the deployment's resources, probes and selector."""
+                        resources: dict, node_selector: dict, replicas: int | None) -> dict:
+    """The Deployment running the inference server with the deployment's resources, probes and selector.
+
+    `replicas` None leaves the count to an HPA (the field is then not ours).
+    """
     object_labels = labels("online-deployment", workspace=workspace, endpoint=endpoint, deployment=spec["name"])
     selector = {"dockyard.dev/online-deployment": name}
     pod_spec = {
@@ -63,7 +66,7 @@ def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace, "labels": object_labels},
         "spec": {
-            "replicas": replicas,
+            **({"replicas": replicas} if replicas is not None else {}),
             "selector": {"matchLabels": selector},
             "template": {"metadata": {"labels": {**object_labels, **selector}}, "spec": pod_spec},
         },

@@ -1,4 +1,6 @@
 """Online endpoints and their deployments: desired state, observed state, hashed keys."""
+from pathlib import Path
+
 from django.conf import settings
 from django.db import models
 
@@ -66,3 +68,9 @@ class OnlineDeployment(Reconciled):
 
     def __str__(self):
         return f"{self.endpoint_id}/{self.name}"
+
+    @property
+    def local_folder(self) -> Path:
+        """Where a local deployment's server keeps its log and pid (on the worker's host)."""
+        endpoint = self.endpoint
+        return Path(settings.DOCKYARD_DEPLOYMENT_DIR) / endpoint.workspace.name / endpoint.name / self.name

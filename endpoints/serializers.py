@@ -21,7 +21,7 @@ def endpoint_as_dict(endpoint: OnlineEndpoint, request=None, detail: bool = Fals
         "scoring_uri": scoring_uri(endpoint, request),
         "provisioning_state": endpoint.provisioning_state, "provisioning_errors": endpoint.provisioning_errors,
         "status": endpoint.status,
-        "deployments": sorted(deployment.name for deployment in endpoint.deployments.all()),
+        "deployments": sorted(item.name for item in endpoint.deployments.all() if item.provisioning_state != "Deleting"),
         "created_by": endpoint.created_by.username if endpoint.created_by else None,
         "created_on": endpoint.created_at, "updated_on": endpoint.updated_at,
     }
@@ -63,8 +63,6 @@ class OnlineEndpointSerializer(serializers.Serializer):
     provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
     status = serializers.DictField(read_only=True)
     deployments = serializers.ListField(child=serializers.CharField(), read_only=True)
-    keys = serializers.DictField(child=serializers.CharField(), read_only=True, required=False,
-                                 help_text="primaryKey and secondaryKey: in the create response only.")
     created_by = serializers.CharField(read_only=True, allow_null=True)
     created_on = serializers.DateTimeField(read_only=True)
     updated_on = serializers.DateTimeField(read_only=True)
@@ -73,13 +71,20 @@ class OnlineEndpointSerializer(serializers.Serializer):
         return endpoint_as_dict(instance, self.context.get("request"), self.context.get("detail", False))
 
 
+class OnlineEndpointCreatedSerializer(OnlineEndpointSerializer):
+    """The create response: the endpoint and its keys, which no other response shows."""
+
+    keys = serializers.DictField(child=serializers.CharField(), read_only=True,
+                                 help_text="primaryKey and secondaryKey, shown this once ({} for aml_token).")
+
+
 class OnlineDeploymentSerializer(serializers.Serializer):
     """An Azure ML Kubernetes online deployment; writes go through endpoints/spec.py and the seed's rules."""
 
     name = serializers.CharField()
     endpoint_name = serializers.CharField(required=False)
     model = serializers.JSONField(required=False, help_text="a path, or {path, type: custom_model|mlflow_model}.")
-    code_configuration = serializers.DictField(required=False, help_text="{code, scoring_script}")
+    code_configuration = serializers.DictField(required=False, allow_null=True, help_text="{code, scoring_script}; null for an MLflow model")
     environment = serializers.DictField(help_text="{image} on Kubernetes; {venv} optional for local.")
     environment_variables = serializers.DictField(child=serializers.CharField(), required=False)
     instance_type = serializers.CharField(required=False, help_text="defaultinstancetype when omitted.")
@@ -103,6 +108,12 @@ class OnlineDeploymentSerializer(serializers.Serializer):
 class KeysSerializer(serializers.Serializer):
     auth_mode = serializers.CharField()
     keys = serializers.DictField(help_text="per key: prefix and rotated_at (the key itself is shown once, when made).")
+
+
+class NewKeySerializer(serializers.Serializer):
+    auth_mode = serializers.CharField()
+    primaryKey = serializers.CharField(required=False, help_text="the new key, shown in this answer only")  # Azure's key names
+    secondaryKey = serializers.CharField(required=False, help_text="the new key, shown in this answer only")
 
 
 class RegenerateKeySerializer(serializers.Serializer):

@@ -115,8 +115,11 @@ def endpoint_update(*, user, endpoint: OnlineEndpoint, patch: dict) -> tuple[Onl
         setattr(endpoint, key, spec[key])
     changes = changed_fields(before, {key: getattr(endpoint, key) for key in ENDPOINT_EDITABLE})
     made = {}
-    if "auth_mode" in changes and endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY and not endpoint.primary_key_hash:
-        made = _new_keys(endpoint)
+    if "auth_mode" in changes and endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY:
+        made = _new_keys(endpoint)  # fresh keys: the ones from before a switch to aml_token were dropped then
+    elif "auth_mode" in changes:
+        endpoint.primary_key_hash = endpoint.secondary_key_hash = ""
+        endpoint.key_prefixes, endpoint.keys_rotated_at = {}, {}
     if changes:
         endpoint.generation += 1
         endpoint.provisioning_state = ProvisioningState.UPDATING
@@ -177,12 +180,20 @@ def _shape(endpoint: OnlineEndpoint, name: str | None) -> tuple[shapes.Shape, di
     return shape, row["effective_node_selector"]
 
 
+def _host_has(path: Path, check: str = "exists") -> bool:
+    """Path.exists/is_dir/is_file, False for a path this host cannot even look up (a name too long, say)."""
+    try:
+        return getattr(path, check)()
+    except OSError:
+        return False
+
+
 def _is_mlflow(spec: dict) -> bool:
     model = spec.get("model") or {}
     if model.get("type") == "mlflow_model":
         return True
     path = Path(model.get("path", "")) if model.get("path") else None
-    return bool(path and path.is_dir() and (path / "MLmodel").is_file())
+    return bool(path and _host_has(path, "is_dir") and _host_has(path / "MLmodel", "is_file"))
 
 
 def _local_problems(spec: dict) -> list[tuple[str, str]]:
@@ -193,21 +204,38 @@ def _local_problems(spec: dict) -> list[tuple[str, str]]:
     if spec["scale_settings"]["type"] != "default":
         errors.append(("scale_settings.type", "A local deployment does not autoscale: use scale_settings.type default."))
     code = spec.get("code_configuration")
+    model = spec.get("model")
+    # The API and the worker may run in different folders: a relative path would mean two different places.
+    for path, value in (("code_configuration.code", code and code["code"]), ("model.path", model and model["path"])):
+        if value and not Path(value).is_absolute():
+            errors.append((path, f"Give an absolute path on the Dockyard host (not {value!r})."))
+    if errors:
+        return errors
     if code:
         folder = Path(code["code"])
-        if not folder.is_dir():
+        if not _host_has(folder, "is_dir"):
             errors.append(("code_configuration.code", f"The code folder {folder} does not exist on the Dockyard host."))
-        elif not (folder / code["scoring_script"]).is_file():
+        elif not _host_has(folder / code["scoring_script"], "is_file"):
             errors.append(("code_configuration.scoring_script", f"There is no {code['scoring_script']} in {folder}."))
-    model = spec.get("model")
-    if model and not Path(model["path"]).exists():
+    if model and not _host_has(Path(model["path"])):
         errors.append(("model.path", f"The model path {model['path']} does not exist on the Dockyard host."))
     return errors
 
 
+def _with_model_type(body: object) -> object:
+    """A model folder holding an `MLmodel` file is an MLflow model even when the YAML does not say so."""
+    if not isinstance(body, dict):
+        return body
+    model = body.get("model")
+    path = model if isinstance(model, str) else model.get("path") if isinstance(model, dict) and "type" not in model else None
+    if isinstance(path, str) and path and not path.startswith("azureml:") and _host_has(Path(path) / "MLmodel", "is_file"):
+        return {**body, "model": {**(model if isinstance(model, dict) else {}), "path": path, "type": "mlflow_model"}}
+    return body
+
+
 def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, shapes.Shape, dict]:
     try:
-        spec = parse_deployment(body, endpoint.name)
+        spec = parse_deployment(_with_model_type(body), endpoint.name)
     except SpecErrors as exc:
         raise _invalid(exc.errors, "InvalidDeployment") from None
     shape, _ = _shape(endpoint, spec["instance_type"])
@@ -245,12 +273,17 @@ def deployment_update(*, user, deployment: OnlineDeployment, patch: dict) -> Onl
     """Change a deployment (e.g. instance_count): the whole result is validated again by the same rules."""
     if not isinstance(patch, dict):
         raise _invalid([("", "The body must be a mapping of fields.")], "InvalidDeployment")
+    endpoint = deployment.endpoint
+    # Locked and re-read: the worker writes runner/status on this row, and two PATCHes must not lose a generation.
+    deployment = OnlineDeployment.objects.select_for_update().get(pk=deployment.pk)
+    deployment.endpoint = endpoint
     if deployment.provisioning_state == ProvisioningState.DELETING:
         raise Conflict(f"Deployment '{deployment.name}' is being deleted.")
     for key in DEPLOYMENT_FIXED:
         if key in patch and patch[key] != deployment.spec.get(key):
             raise BadRequest(f"The {key} of a deployment cannot be changed.", code="ImmutableField", target=key)
-    endpoint = deployment.endpoint
+    if "resources" in patch and patch["resources"] == deployment.resources:
+        patch = {key: value for key, value in patch.items() if key != "resources"}  # a GET body sent back as it was
     body = {**deployment.spec, **patch}
     spec, shape, resources = _validated_deployment(endpoint, body)
     changes = changed_fields(deployment.spec, spec)
@@ -260,7 +293,8 @@ def deployment_update(*, user, deployment: OnlineDeployment, patch: dict) -> Onl
     deployment.instance_count = spec["instance_count"]
     deployment.generation += 1
     deployment.provisioning_state = ProvisioningState.UPDATING
-    deployment.save()
+    deployment.save(update_fields=["spec", "instance_type", "resources", "instance_count", "generation",
+                                   "provisioning_state", "updated_at"])
     audit_record(actor=user, action=AuditAction.UPDATE, target_type="online-deployment",
                  target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace, changes=changes)
     _enqueue("reconcile_deployment", deployment.pk)

@@ -14,6 +14,7 @@ ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MIN_MEMORY = 10**6  # "1 MB"
+INT32_MAX = 2**31 - 1
 MLFLOW_MIN_MILLICORES, MLFLOW_MIN_MEMORY = 2000, 4 * 10**9  # "2 CPU cores and 4 GB"
 PROBE_DEFAULTS = {"period": 10, "initial_delay": 10, "timeout": 2, "success_threshold": 1, "failure_threshold": 30}
 REQUEST_DEFAULTS = {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500}
@@ -71,7 +72,7 @@ def _string_map(value: object, path: str, errors: list, key_rule: re.Pattern | N
 
 def _name(value: object, rule: re.Pattern, what: str, errors: list) -> str:
     if not isinstance(value, str) or not rule.match(value):
-        errors.append(("name", f"A {what} name has 3–32 letters, digits or '-', starts with a letter and does not end with '-'."))
+        errors.append(("name", f"An online {what} name has 3–32 letters, digits or '-', starts with a letter and does not end with '-'."))
         return ""
     return value
 
@@ -149,8 +150,9 @@ def check_traffic(traffic: dict[str, int], mirror: dict[str, int], deployments: 
 def _positive_int(value: object, path: str, errors: list, default: int, minimum: int = 1) -> int:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        errors.append((path, f"{path} must be a whole number of at least {minimum}."))
+    # at most Kubernetes' int32 (replicas, probe seconds), which is also the database column's range
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= INT32_MAX:
+        errors.append((path, f"{path} must be a whole number from {minimum} to {INT32_MAX}."))
         return default
     return value
 
@@ -196,6 +198,9 @@ def _model(value: object, errors: list) -> dict | None:
     if value is None:
         return None
     if isinstance(value, str):
+        if not value.strip():
+            errors.append(("model", "model cannot be empty: give a path, or leave model out."))
+            return None
         if value.startswith("azureml:"):
             errors.append(("model", "Registered models (azureml:<name>:<version>) are not available here: give model.path."))
             return None
@@ -204,7 +209,7 @@ def _model(value: object, errors: list) -> dict | None:
         errors.append(("model", "model is a path, or a mapping with `path` (and `type`: custom_model or mlflow_model)."))
         return None
     kind = value.get("type", "custom_model")
-    if kind not in ("custom_model", "mlflow_model", "triton_model"):
+    if kind not in ("custom_model", "mlflow_model"):
         errors.append(("model.type", f"model.type must be custom_model or mlflow_model, not {kind!r}."))
     return {**value, "type": kind}
 
@@ -225,8 +230,7 @@ def _code(value: object, model: dict | None, errors: list) -> dict | None:
 
 def _environment(value: object, errors: list) -> dict:
     if value is None:
-        errors.append(("environment", "environment is required: {image} for Kubernetes, {venv} optional for local."))
-        return {}
+        return {}  # a local deployment may use Dockyard's inference server as it is; Kubernetes needs an image (services)
     if isinstance(value, str):
         errors.append(("environment", "Registered environments are not available here: give an inline environment with image."))
         return {}
@@ -334,6 +338,9 @@ def resolve_resources(resources: object, shape, mlflow: bool) -> tuple[dict, lis
         errors.append(("resources.requests.memory", f"The memory request must be at least 1 MB (got {requests['memory']!r})."))
     cpu_limit = _quantity(limits, "cpu", "resources.limits.cpu", errors, "cpu")
     memory_limit = _quantity(limits, "memory", "resources.limits.memory", errors, "memory")
+    for key in ("cpu", "memory"):  # optional, but a limit that is given cannot be empty (the seed)
+        if key in limits and limits[key] in (None, ""):
+            errors.append((f"resources.limits.{key}", f"resources.limits.{key} cannot be empty: give a value or leave it out."))
     gpu = _gpu(limits, f"resources.limits.{GPU}", errors) if GPU in limits else None
     if GPU in limits and limits[GPU] in (None, ""):
         errors.append((f"resources.limits.{GPU}", "nvidia.com/gpu cannot be empty: give a whole number."))
@@ -359,8 +366,8 @@ def _below_instance_type(shape, cpu: int | None, memory: int | None, gpu: int | 
     checks = [("cpu", cpu, own_cpu, shape.limits["cpu"]), ("memory", memory, own_memory, shape.limits["memory"]), (GPU, gpu, shape.gpu, shape.gpu)]
     for key, value, own, shown in checks:
         if value is not None and key in limits and value >= own and not (key == GPU and value == 0):
-            errors.append((f"resources.limits.{key}", f"The {key} limit {limits[key]} must be less than instance type "
-                                                       f"'{shape.name}''s limit {shown}."))
+            errors.append((f"resources.limits.{key}", f"The {key} limit {limits[key]} must be less than the limit of "
+                                                       f"instance type '{shape.name}' ({shown})."))
 
 
 def _requests_fit(shape, cpu: int | None, memory: int | None, cpu_limit: int | None, memory_limit: int | None, errors: list) -> None:
@@ -368,7 +375,7 @@ def _requests_fit(shape, cpu: int | None, memory: int | None, cpu_limit: int | N
     for key, request, own_limit, type_limit in (("cpu", cpu, cpu_limit, shape.millicores()[1]), ("memory", memory, memory_limit, shape.memory()[1])):
         bound = own_limit if own_limit is not None else type_limit
         if request is not None and request > bound:
-            whose = "its limit" if own_limit is not None else f"instance type '{shape.name}''s limit"
+            whose = "its limit" if own_limit is not None else f"the limit of instance type '{shape.name}'"
             errors.append((f"resources.requests.{key}", f"The {key} request cannot be more than {whose}."))
 
 

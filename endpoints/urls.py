@@ -13,6 +13,7 @@ router.register(
 
 urlpatterns = [
     path("workspaces/<str:workspace_name>/online-endpoints/<str:name>/score", views.ScoreView.as_view(), name="score"),
-    path("workspaces/<str:workspace_name>/online-endpoints/<str:name>/score/", views.ScoreView.as_view()),
+    # the same view with a trailing slash, described once in the schema (as API.md writes it, without)
+    path("workspaces/<str:workspace_name>/online-endpoints/<str:name>/score/", views.ScoreView.as_view(schema=None)),
     *router.urls,
 ]

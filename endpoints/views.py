@@ -1,20 +1,29 @@
 """Online endpoints API: endpoints, their deployments, keys, and scoring."""
 from django.http import Http404, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from controlplane.api import BadRequest, ETagMixin, error_body
+from controlplane.schema import ErrorSerializer
 from workspaces import access
 from workspaces.authentication import user_for_token
+from workspaces.models import Workspace
 from workspaces.views import WorkspaceScopedMixin
 
 from . import dataplane, keys, selectors, services
 from .models import OnlineDeployment, OnlineEndpoint
-from .serializers import KeysSerializer, OnlineDeploymentSerializer, OnlineEndpointSerializer, RegenerateKeySerializer
+from .serializers import (
+    KeysSerializer,
+    NewKeySerializer,
+    OnlineDeploymentSerializer,
+    OnlineEndpointCreatedSerializer,
+    OnlineEndpointSerializer,
+    RegenerateKeySerializer,
+)
 
 READ = {"list": "read", "retrieve": "read", "logs": "read"}
 USE = {"create": "use", "partial_update": "use", "destroy": "use", "keys": "use", "regenerate": "use"}
@@ -26,7 +35,7 @@ def _plain(data):
 
 
 @extend_schema_view(
-    create=extend_schema(responses={201: OnlineEndpointSerializer}),
+    create=extend_schema(request=OnlineEndpointSerializer, responses={201: OnlineEndpointCreatedSerializer}),
     partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=OnlineEndpointSerializer),
     destroy=extend_schema(responses={202: OnlineEndpointSerializer}),
 )
@@ -70,7 +79,8 @@ class OnlineEndpointViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewS
         endpoint = services.endpoint_delete(user=request.user, endpoint=endpoint)
         return Response(self.get_serializer(endpoint).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=RegenerateKeySerializer, responses={200: KeysSerializer})
+    @extend_schema(methods=["GET"], responses={200: KeysSerializer})
+    @extend_schema(methods=["POST"], request=RegenerateKeySerializer, responses={200: NewKeySerializer})
     @action(detail=True, methods=["get", "post"], url_path="keys")
     def keys(self, request, *args, **kwargs):
         """GET: which keys exist (prefix, rotation time). POST {key_type}: a new key, shown in this answer only."""
@@ -81,7 +91,7 @@ class OnlineEndpointViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewS
                 for key_type in keys.KEY_TYPES if endpoint.key_prefixes.get(key_type)}
         return Response({"auth_mode": endpoint.auth_mode, "keys": rows})
 
-    @extend_schema(request=RegenerateKeySerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=RegenerateKeySerializer, responses={200: NewKeySerializer})
     @action(detail=True, methods=["post"], url_path="keys/regenerate")
     def regenerate(self, request, *args, **kwargs):
         return self._regenerate(request, self.get_object())
@@ -157,7 +167,10 @@ class OnlineDeploymentViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelVie
         value = request.query_params.get("lines", "200")
         if not value.isdigit() or not 1 <= int(value) <= MAX_LOG_LINES:
             raise BadRequest(f"lines must be a whole number from 1 to {MAX_LOG_LINES}.", code="InvalidLines", target="lines")
-        text = dataplane.deployment_logs(self.get_object(), int(value))
+        try:
+            text = dataplane.deployment_logs(self.get_object(), int(value))
+        except dataplane.ScoringError as exc:
+            return _error(exc.status, exc.code, str(exc))
         return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
@@ -174,13 +187,26 @@ def _bearer(request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
+def _member(token: str | None, workspace) -> bool:
+    """A Dockyard API token of a workspace member (no session: this view is not CSRF-protected)."""
+    user = user_for_token(token) if token else None
+    return bool(user and access.can(user, workspace, "read"))
+
+
 def _authorised(request, endpoint: OnlineEndpoint) -> bool:
-    """key: one of the endpoint's keys. aml_token: a Dockyard token or session of a workspace member."""
+    """key: one of the endpoint's keys. aml_token: a workspace member's Dockyard token."""
     token = _bearer(request)
     if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY:
         return bool(token) and keys.matches(token, [endpoint.primary_key_hash, endpoint.secondary_key_hash])
-    user = user_for_token(token) if token else getattr(request._request, "user", None)
-    return bool(user and user.is_authenticated and access.can(user, endpoint.workspace, "read"))
+    return _member(token, endpoint.workspace)
+
+
+def _unknown_endpoint(request, workspace_name: str, name: str) -> JsonResponse:
+    """404 only for a member of the workspace; anyone else gets the same 401 as a wrong key, so names don't leak."""
+    workspace = Workspace.objects.filter(name=workspace_name).first()
+    if workspace is not None and _member(_bearer(request), workspace):
+        return _error(404, "NotFound", f"There is no online endpoint '{name}' here.")
+    return _error(401, "Unauthorized", f"Scoring '{name}' needs one of its keys as 'Authorization: Bearer ...'.", WWW_Authenticate="Bearer")
 
 
 class ScoreView(APIView):
@@ -190,18 +216,44 @@ class ScoreView(APIView):
     permission_classes = [permissions.AllowAny]
     throttle_classes: list = []
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
-                   parameters=[OpenApiParameter(dataplane.HEADER, str, OpenApiParameter.HEADER, description="the deployment to use")])
+    def dispatch(self, request, *args, **kwargs):
+        """POST is answered without DRF's request wrapping and content negotiation.
+
+        It is the hot path (DRF's layer cost about a millisecond a request), and the answer is the model's, passed on
+        whatever the Accept header says (DRF refused e.g. `Accept: text/plain` with a 406). Other methods go through
+        DRF (405, OPTIONS).
+        """
+        if request.method != "POST":
+            return super().dispatch(request, *args, **kwargs)
+        response = self.post(request, *args, **kwargs)
+        response["Allow"] = ", ".join(self.allowed_methods)  # as DRF's answers have it
+        return response
+
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        # The endpoint's key (or, for aml_token, a member's Dockyard token) is sent as a bearer token.
+        auth=[{"bearerAuth": []}],
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="the model's answer; the deployment that served it "
+                                                                   f"is in the {dataplane.HEADER} response header"),
+            502: OpenApiResponse(ErrorSerializer, description="DeploymentUnreachable: the deployment's server did not answer."),
+            503: OpenApiResponse(ErrorSerializer, description="DeploymentNotReady: the deployment is not serving yet."),
+            504: OpenApiResponse(ErrorSerializer, description="ScoringTimeout: no answer within request_timeout_ms."),
+        },
+        parameters=[OpenApiParameter(dataplane.HEADER, str, OpenApiParameter.HEADER, description="the deployment to use")],
+    )
     def post(self, request, workspace_name: str, name: str):
         target = selectors.scoring_target(workspace_name=workspace_name, endpoint_name=name)
         if target is None:
-            return _error(404, "NotFound", f"There is no online endpoint '{name}' here.")
+            return _unknown_endpoint(request, workspace_name, name)
         endpoint, deployments = target
         if not _authorised(request, endpoint):
             needed = "one of its keys" if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY else "a workspace member's Dockyard token"
             return _error(401, "Unauthorized", f"Scoring '{name}' needs {needed} as 'Authorization: Bearer ...'.", WWW_Authenticate="Bearer")
         try:
-            answer = dataplane.score(endpoint, deployments, request.body, request.content_type, request.headers.get(dataplane.HEADER))
+            # The Content-Type header as sent, parameters (charset) included, as DRF's request.content_type gave it.
+            content_type = request.META.get("CONTENT_TYPE", "")
+            answer = dataplane.score(endpoint, deployments, request.body, content_type, request.headers.get(dataplane.HEADER))
         except dataplane.ScoringError as exc:
             return _error(exc.status, exc.code, str(exc))
         response = HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)

@@ -24,7 +24,7 @@ WEEK_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 class Field:
     name: str
     label: str
-    kind: str = "text"  # text | textarea | int | select | size | password | secret_text | pairs | schedule | context
+    kind: str = "text"  # text | textarea | code | int | select | size | password | secret_text | pairs | schedule | context
     required: bool = False  # only marks the label; the serializer decides
     initial: str = ""
     help: str = ""

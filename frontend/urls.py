@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import clusters, compute, home, instance_types, members, tokens
+from .views import clusters, compute, endpoints, home, instance_types, jobs, members, tokens
 
 app_name = "frontend"
 
@@ -26,8 +26,31 @@ workspace_urls = [
     path("compute/new/kubernetes/contexts/", clusters.contexts, name="kubeconfig-contexts"),
     path("compute/new/<str:compute_type>/", compute.create, name="compute-create"),
     path("compute/new/<str:compute_type>/preview/", compute.preview, name="compute-preview"),
-    path("jobs/", home.jobs, name="jobs"),
-    path("endpoints/", home.endpoints, name="endpoints"),
+    path("jobs/", jobs.job_list, name="jobs"),
+    # Two-segment paths for submitting, so that a job may be called "new" (its tabs have other names).
+    path("jobs/new/form/", jobs.create, name="job-create"),
+    path("jobs/new/paste/", jobs.paste, name="job-paste"),
+    path("jobs/new/preview/", jobs.preview, name="job-preview"),
+    path("jobs/new/instance-types/", jobs.instance_types, name="job-instance-types"),
+    path("jobs/<str:name>/", jobs.detail, name="job"),
+    path("jobs/<str:name>/status/", jobs.status, name="job-status"),
+    path("jobs/<str:name>/cancel/", jobs.cancel, name="job-cancel"),
+    path("jobs/<str:name>/delete/", jobs.delete, name="job-delete"),
+    path("jobs/<str:name>/<str:section>/", jobs.detail, name="job-section"),
+    path("endpoints/", endpoints.endpoint_list, name="endpoints"),
+    path("endpoints/<str:name>/", endpoints.detail, name="endpoint"),
+    path("endpoints/<str:name>/status/", endpoints.status, name="endpoint-status"),
+    path("endpoints/<str:name>/traffic/", endpoints.traffic, name="endpoint-traffic"),
+    path("endpoints/<str:name>/test/", endpoints.test, name="endpoint-test"),
+    path("endpoints/<str:name>/keys/regenerate/", endpoints.regenerate, name="endpoint-regenerate"),
+    path("endpoints/<str:name>/delete/", endpoints.delete, name="endpoint-delete"),
+    # Two-segment paths for adding, so that a deployment may be called "new".
+    path("endpoints/<str:name>/deployments/new/form/", endpoints.deployment_create, name="deployment-create"),
+    path("endpoints/<str:name>/deployments/new/paste/", endpoints.deployment_paste, name="deployment-paste"),
+    path("endpoints/<str:name>/deployments/new/preview/", endpoints.deployment_preview, name="deployment-preview"),
+    path("endpoints/<str:name>/deployments/<str:deployment>/scale/", endpoints.deployment_scale, name="deployment-scale"),
+    path("endpoints/<str:name>/deployments/<str:deployment>/delete/", endpoints.deployment_delete, name="deployment-delete"),
+    path("endpoints/<str:name>/<str:section>/", endpoints.detail, name="endpoint-section"),
     path("members/", members.members, name="members"),
     path("members/<str:username>/role/", members.member_role, name="member-role"),
     path("members/<str:username>/remove/", members.member_remove, name="member-remove"),

@@ -1,10 +1,13 @@
 import django_filters
+from django.db.models import Q
+from rest_framework.exceptions import ValidationError
 
+from .choices import JobStatus
 from .models import Job
 
 
 class JobFilter(django_filters.FilterSet):
-    status = django_filters.CharFilter(method="filter_in", help_text="one status, or several separated by commas")
+    status = django_filters.CharFilter(method="filter_status", help_text="one status, or several separated by commas")
     compute = django_filters.CharFilter(method="filter_compute", help_text="compute name, 'local' or 'serverless'")
     experiment_name = django_filters.CharFilter()
 
@@ -12,13 +15,16 @@ class JobFilter(django_filters.FilterSet):
         model = Job
         fields = ["status", "compute", "experiment_name"]
 
-    def filter_in(self, queryset, name, value):
-        return queryset.filter(**{f"{name}__in": [item.strip() for item in value.split(",") if item.strip()]})
+    def filter_status(self, queryset, name, value):
+        wanted = [item.strip() for item in value.split(",") if item.strip()]
+        unknown = [item for item in wanted if item not in JobStatus.values]
+        if unknown:
+            raise ValidationError({"status": [f"Unknown status {', '.join(unknown)}: use {', '.join(JobStatus.values)}."]})
+        return queryset.filter(status__in=wanted)
 
     def filter_compute(self, queryset, name, value):
         value = value.removeprefix("azureml:")
-        if value == "serverless":
-            return queryset.filter(target="serverless")
-        if value == "local":
-            return queryset.filter(target="local")
-        return queryset.filter(compute__name=value)
+        if value in ("serverless", "local"):
+            return queryset.filter(target=value)
+        # by name as written (it outlives a deleted compute) or where serverless placed the job
+        return queryset.filter(Q(compute_name=value) | Q(compute__name=value))

@@ -11,7 +11,10 @@ CONTAINER = "main"
 
 def kube_job_name(workspace: str, name: str) -> str:
     """The Job's deterministic name: a retry or a second worker can never create a second Job."""
-    return object_name(name.replace("_", "-"), f"{workspace}/{name}", limit=NAME_LIMIT)
+    base = name.replace("_", "-")
+    if not base[:1].isalpha():  # it also names the headless Service: a DNS-1035 label, which starts with a letter
+        base = f"job-{base}"
+    return object_name(base, f"{workspace}/{name}", limit=NAME_LIMIT)
 
 
 def _index_env(name: str) -> dict:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 IMAGE_PULL = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 CONTAINER_FAILING = {"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 SELECTOR_MISS = re.compile(r"didn't match Pod's node affinity/selector|node\(s\) didn't match node selector")
-INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
+INSUFFICIENT = re.compile(r"Insufficient ([\w./-]*\w)")  # not the '.' that ends the scheduler's list
 TAINT = re.compile(r"had untolerated taint \{([^}]*)\}|had taint \{([^}]*)\}")
 
 
@@ -32,8 +32,14 @@ def _terminated(pod: dict) -> dict | None:
 
 
 def _failed_pod(pods: list[dict]) -> dict | None:
+    """The pod whose failure failed the job: the first to fail, not the ranks the Job controller stopped because of it."""
     failed = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"]
-    return min(failed, key=rank_of) if failed else None
+    return min(failed, key=_failure_order) if failed else None
+
+
+def _failure_order(pod: dict) -> tuple:
+    finished = (_terminated(pod) or {}).get("finishedAt") or "~"  # RFC 3339 stamps sort as text; none sorts last
+    return bool(pod["metadata"].get("deletionTimestamp")), finished, rank_of(pod)
 
 
 def rank_of(pod: dict) -> int:
@@ -49,12 +55,18 @@ def unschedulable_reason(message: str, node_selector: dict[str, str]) -> str:
         wanted = ", ".join(f"{key}={value}" for key, value in sorted(node_selector.items()))
         parts.append(f"no node matches the nodeSelector {wanted}" if wanted else "no node matches the pod's node selector")
     parts += [f"insufficient {resource}" for resource in dict.fromkeys(INSUFFICIENT.findall(message))]
-    taints = [a or b for a, b in TAINT.findall(message)]
+    taints = [_taint(a or b) for a, b in TAINT.findall(message)]
     if taints:
         parts.append("nodes are tainted (" + ", ".join(dict.fromkeys(taints)) + ") and instance types carry no tolerations")
     if not parts:
         return f"Waiting for a node: {message}" if message else "Waiting for the scheduler to place the pod."
     return "Waiting for a node: " + "; ".join(parts) + "."
+
+
+def _taint(text: str) -> str:
+    """The scheduler's '{key: value}' as key=value (or key when the taint has no value)."""
+    key, _, value = text.partition(":")
+    return f"{key.strip()}={value.strip()}" if value.strip() else key.strip()
 
 
 def pending_reason(pods: list[dict], node_selector: dict[str, str]) -> tuple[str, str]:
@@ -88,14 +100,15 @@ def observe(job: dict | None, pods: list[dict], node_selector: dict[str, str], t
         return Observed("Completed", "", 0, started_at)
     failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
     if failed:
-        return _failure(failed, pods, timeout, started_at)
+        ranked = ((job.get("spec") or {}).get("completions") or 1) > 1  # an Indexed Job of several pods: name the rank
+        return _failure(failed, pods, timeout, started_at, ranked)
     if running:
         return Observed("Running", "", None, started_at)
     status, reason = pending_reason(pods, node_selector)
     return Observed(status, reason, None, started_at)
 
 
-def _failure(condition: dict, pods: list[dict], timeout: int | None, started_at: str | None) -> Observed:
+def _failure(condition: dict, pods: list[dict], timeout: int | None, started_at: str | None, ranked: bool) -> Observed:
     if condition.get("reason") == "DeadlineExceeded":
         return Observed("Failed", f"The job timed out after {timeout} s (limits.timeout).", None, started_at)
     pod = _failed_pod(pods)
@@ -106,5 +119,5 @@ def _failure(condition: dict, pods: list[dict], timeout: int | None, started_at:
     words = f"The command exited with code {code}"
     if terminated.get("reason") == "OOMKilled":
         words = f"The container ran out of memory (OOMKilled, exit code {code})"
-    rank = f" on rank {rank_of(pod)}" if len(pods) > 1 else ""
+    rank = f" on rank {rank_of(pod)}" if ranked else ""
     return Observed("Failed", f"{words}{rank}.", code, started_at)

@@ -78,6 +78,12 @@ class JobSerializer(serializers.Serializer):
         return job_as_dict(instance, detail=self.context.get("detail", False))
 
 
+class JobListItemSerializer(JobSerializer):
+    """A row of the job list: the job without its rendered manifests (schema only; rows come from job_as_dict)."""
+
+    manifests = None
+
+
 class JobLogLineSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobLogLine

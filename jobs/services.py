@@ -55,7 +55,8 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
     compute = ComputeTarget.objects.select_related("cluster").filter(workspace=workspace, name=name).first()
     if compute is None or compute.provisioning_state == ProvisioningState.DELETING:
         known = sorted(ComputeTarget.objects.filter(workspace=workspace).values_list("name", flat=True))
-        hint = f" Computes here: {', '.join(['local', *known])}." if known else " Use 'local' or attach a compute first."
+        offered = ["local"] * settings.DOCKYARD_LOCAL_COMPUTE + known
+        hint = f" Computes here: {', '.join(offered)}." if offered else " Attach a compute first."
         raise _invalid([("compute", f"There is no compute '{name}' in workspace '{workspace.name}'.{hint}")])
     if not capabilities.supports(compute.type, "command_jobs"):
         raise _invalid([("compute", f"A {compute.get_type_display()} ({compute.type}) compute cannot run command jobs.")])
@@ -144,12 +145,18 @@ def job_update(*, user, job: Job, patch: dict) -> Job:
     for key in ("display_name", "description"):
         if key in patch and not isinstance(patch[key], str):
             errors.append((key, f"{key} must be a string."))
+    edited = {}
+    if not errors:  # the submit rules for these fields too (display_name ≤ 255 characters, tag values are scalars)
+        try:
+            edited = parse_job({"command": "-", **{key: patch[key] for key in EDITABLE if key in patch}})
+        except SpecErrors as exc:
+            errors = exc.errors
     if errors:
         raise _invalid(errors)
     before = {key: getattr(job, key) for key in EDITABLE}
     for key in EDITABLE:
         if key in patch:
-            setattr(job, key, {k: str(v) for k, v in patch[key].items()} if key == "tags" else patch[key])
+            setattr(job, key, edited.get(key, {} if key == "tags" else ""))
     changes = changed_fields(before, {key: getattr(job, key) for key in EDITABLE})
     if changes:
         job.spec = {**job.spec, **{key: getattr(job, key) for key in EDITABLE}}

@@ -4,7 +4,9 @@ Field names are Azure ML's. Fields Azure ML has but Dockyard does not act on (qu
 outputs' modes, resources.docker_args/locations/properties) are kept as given so a team's YAML loads unchanged;
 anything else is refused by name, so a typo is never silently ignored.
 """
+import math
 import re
+from datetime import date, datetime
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -12,6 +14,7 @@ DOCKER_SIZE = re.compile(r"^([1-9][0-9]*)([bkmg]?)$", re.IGNORECASE)
 REFERENCE = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 DEFAULT_SHM = "2g"
 DEFAULT_EXPERIMENT = "Default"
+MAX_INSTANCES = 100000
 
 TOP_LEVEL = {
     "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
@@ -20,6 +23,7 @@ TOP_LEVEL = {
     # read-only in Azure ML; accepted (and ignored) so `job show -o yaml` output can be submitted again
     "status", "status_reason", "creation_context", "log_files", "parameters", "id", "start_time", "end_time",
     "duration", "exit_code", "instance_type", "placement", "created_on", "updated_on", "created_by",
+    "log_lines", "deleting", "manifests",
 }
 READ_ONLY = TOP_LEVEL - {
     "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
@@ -72,9 +76,36 @@ def parse_job(body: object) -> dict:
     spec["outputs"] = _outputs(body.get("outputs"), errors)
     if isinstance(spec["command"], str):
         _check_references(spec, errors)
+    spec = _json_safe(spec, "", errors)
     if errors:
         raise SpecErrors(errors)
-    return {key: value for key, value in spec.items() if value not in (None, {}, "") or key in ("name", "command")}
+    # compute stays even when empty: "" is serverless, and services read it to place the job
+    return {key: value for key, value in spec.items() if value not in (None, {}, "") or key in ("name", "command", "compute")}
+
+
+def _json_safe(value: object, path: str, errors: list) -> object:
+    """The spec as JSON can store it: YAML's dates become their ISO text; what JSON lacks (.nan, binary, sets) is refused."""
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            key = key.isoformat() if isinstance(key, date) else key
+            where = f"{path}.{key}" if path else str(key)
+            if not isinstance(key, str | int | float | bool):
+                errors.append((where, "Keys must be names (text or numbers)."))
+                continue
+            result[key] = _json_safe(item, where, errors)
+        return result
+    if isinstance(value, list):
+        return [_json_safe(item, f"{path}.{index}", errors) for index, item in enumerate(value)]
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        errors.append((path, "Numbers must be finite (not .nan or .inf)."))
+        return None
+    if value is not None and not isinstance(value, str | int | float | bool):
+        errors.append((path, f"A {type(value).__name__} value cannot be stored here: write it as text."))
+        return None
+    return value
 
 
 def _name(value: object, errors: list) -> str | None:
@@ -100,6 +131,8 @@ def _text(value: object, path: str, errors: list) -> str:
 def _scalar_text(value: object) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (date, datetime)):  # YAML reads `2026-01-31` as a date: the user meant the text
+        return value.isoformat()
     if isinstance(value, (str, int, float)):
         return str(value)
     return None
@@ -162,6 +195,8 @@ def _environment(value: object, errors: list) -> dict:
     for key in ("image", "venv"):
         if key in value and (not isinstance(value[key], str) or not value[key].strip()):
             errors.append((f"environment.{key}", f"environment.{key} must be a non-empty string."))
+    if isinstance(value.get("image"), str) and re.search(r"\s", value["image"]):
+        errors.append(("environment.image", "An image reference has no spaces (e.g. python:3.11 or registry/repo:tag)."))
     return dict(value)
 
 
@@ -187,6 +222,8 @@ def _resources(value: object, errors: list) -> dict:
     if instance_type is not None and (not isinstance(instance_type, str) or not instance_type.strip()):
         errors.append(("resources.instance_type", "resources.instance_type must be an instance type's name."))
     result["instance_count"] = _positive_int(value.get("instance_count"), "resources.instance_count", errors, 1)
+    if result["instance_count"] > MAX_INSTANCES:  # an Indexed Job's limit on a real API server
+        errors.append(("resources.instance_count", f"instance_count can be at most {MAX_INSTANCES}."))
     shm = value.get("shm_size", DEFAULT_SHM)
     if not isinstance(shm, str) or not DOCKER_SIZE.match(shm):
         errors.append(("resources.shm_size", "shm_size is a number with an optional unit b, k, m or g (e.g. 2g)."))

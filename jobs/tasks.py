@@ -9,7 +9,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from compute import kube
-from compute.tasks import backoff, locked_run
+from compute.tasks import backoff, chained_run
 
 from . import reconcile
 from .choices import ACTIVE, JobStatus, Target
@@ -27,22 +27,10 @@ def _fresh(heartbeat, seconds: float) -> bool:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=10)
-def reconcile_job(self, job_id: int, tick: bool = False) -> None:
-    """Reconcile one job. A running local job asks to be looked at again: those looks form one chain per job.
-
-    `tick` marks a look of the chain; other calls (submit, cancel, delete) start a chain only when none is alive, so a
-    second chain (after a resync, say) finds the first one's heartbeat fresh and ends.
-    """
-    def action(job: Job) -> None:
-        if tick and _fresh(job.heartbeat_at, reconcile.LOOK_EVERY / 2):
-            return  # another chain looked less than half a period ago: of two chains, one always ends here
-        delay = reconcile.reconcile_job(job)
-        if job.pk is None or delay is None or not (tick or _stale(job.heartbeat_at)):
-            return
-        Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
-        transaction.on_commit(partial(reconcile_job.apply_async, (job.pk,), {"tick": True}, countdown=delay), robust=True)
-
-    job = locked_run(self, Job, job_id, action, related=("workspace", "compute", "compute__cluster"))
+def reconcile_job(self, job_id: int, tick: bool | str = False) -> None:
+    """Reconcile one job; a running local job is followed by a chain of looks (compute.tasks.chained_run)."""
+    job = chained_run(self, Job, job_id, tick, reconcile.reconcile_job, reconcile.LOOK_EVERY,
+                      related=("workspace", "compute", "compute__cluster"))
     if job is not None and job.pk and job.target != Target.LOCAL and job.runner.get("submitted") and job.status in ACTIVE:
         ensure_observed(job.compute_id)
 
@@ -79,12 +67,15 @@ def observe_jobs(self, compute_id: int, tick: bool = False) -> None:
         observed = reconcile.observe_compute(jobs[0].compute, jobs)
     except kube.KubeTransient as exc:
         countdown = max(OBSERVE_EVERY, backoff(self.request.retries, exc.retry_after))
-        raise self.retry(countdown=countdown, exc=exc) from None
+        # As a tick: the heartbeat just written is this loop's own, not another loop's.
+        raise self.retry(kwargs={"tick": True}, countdown=countdown, exc=exc) from None
     except kube.KubeRejected:
         observed = {}  # the attachment broke: its checks say why; the loop keeps trying
     for job_id, (state, pods) in observed.items():
         with transaction.atomic():
-            job = Job.objects.select_for_update(skip_locked=True).select_related("workspace", "compute", "compute__cluster").filter(pk=job_id).first()
+            # of=self: the compute is a nullable (outer-joined) relation, which PostgreSQL refuses to lock.
+            rows = Job.objects.select_for_update(skip_locked=True, of=("self",))
+            job = rows.select_related("workspace", "compute", "compute__cluster").filter(pk=job_id).first()
             if job is not None:
                 reconcile.apply_observation(job, state, pods)
     observe_jobs.apply_async((compute_id,), {"tick": True}, countdown=OBSERVE_EVERY)

@@ -19,7 +19,14 @@ from . import selectors, services
 from .choices import TERMINAL
 from .filters import JobFilter
 from .models import Job
-from .serializers import JobEventSerializer, JobLogLineSerializer, JobLogPageSerializer, JobSerializer, job_as_dict
+from .serializers import (
+    JobEventSerializer,
+    JobListItemSerializer,
+    JobLogLineSerializer,
+    JobLogPageSerializer,
+    JobSerializer,
+    job_as_dict,
+)
 
 DEFAULT_LOG_PAGE = 1000
 FOLLOW_POLL_SECONDS = 0.5
@@ -29,6 +36,25 @@ JOB_EXAMPLE = OpenApiExample(
     "Local command job", request_only=True,
     value={"command": "echo hello ${{inputs.who}}", "compute": "local", "inputs": {"who": "world"}},
 )
+
+
+# One Server-Sent Event of `logs?follow=true` (before OpenAPI 3.2 a stream's schema describes each event).
+SSE_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"type": "string", "enum": ["line", "end", "timeout"]},
+        "data": {"type": "string", "description": "JSON: line {seq, source, text, time}; end {status, status_reason, "
+                                                  "exit_code}; timeout {status, next_id}"},
+        "id": {"type": "string", "description": "the line's seq: send it back as Last-Event-ID to resume"},
+    },
+}
+
+
+class EventCursorPagination(CountedCursorPagination):
+    """A job's events, oldest first, in the list envelope every collection has (API.md § Lists)."""
+
+    ordering = ("time", "id")
 
 
 def encode_cursor(seq: int) -> str:
@@ -49,14 +75,13 @@ def decode_cursor(cursor: str) -> int:
 def _limit(value: str | None) -> int:
     if value in (None, ""):
         return DEFAULT_LOG_PAGE
-    if not value.isdigit() or not 1 <= int(value) <= selectors.MAX_LOG_PAGE:
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= selectors.MAX_LOG_PAGE:  # ("²".isdigit())
         raise BadRequest(f"limit must be a whole number from 1 to {selectors.MAX_LOG_PAGE}.", code="InvalidLimit", target="limit")
     return int(value)
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=[OpenApiParameter("status", str), OpenApiParameter("compute", str),
-                                   OpenApiParameter("experiment_name", str)]),
+    list=extend_schema(responses=JobListItemSerializer),
     create=extend_schema(request=JobSerializer, responses={201: JobSerializer}, examples=[JOB_EXAMPLE]),
     partial_update=extend_schema(request=OpenApiTypes.OBJECT, responses=JobSerializer),
     destroy=extend_schema(responses={202: JobSerializer}),
@@ -86,6 +111,13 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "detail": self.action != "list"}
+
+    def perform_content_negotiation(self, request, force=False):
+        # A browser's EventSource asks only for text/event-stream, which no renderer offers (the stream is written by
+        # hand): without `force` DRF answers 406. Errors before the stream starts still go out as JSON.
+        if self.action == "logs" and request.query_params.get("follow") in ("true", "1"):
+            force = True
+        return super().perform_content_negotiation(request, force)
 
     def list(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -117,7 +149,8 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int),
                     OpenApiParameter("follow", bool, description="Server-Sent Events until the job ends"),
                     OpenApiParameter("download", bool, description="the whole log as a text file")],
-        responses={200: JobLogPageSerializer},
+        responses={(200, "application/json"): JobLogPageSerializer, (200, "text/plain"): OpenApiTypes.STR,
+                   (200, "text/event-stream"): SSE_EVENT},
     )
     @action(detail=True, methods=["get"], url_path="logs")
     def logs(self, request, *args, **kwargs):
@@ -129,7 +162,7 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
             return response
         if request.query_params.get("follow") in ("true", "1"):
             start = request.headers.get("Last-Event-ID")
-            return _event_stream(job, int(start) + 1 if start and start.isdigit() else after)
+            return _event_stream(job, int(start) + 1 if start and start.isascii() and start.isdigit() else after)
         return Response(self._log_page(request, job, after, _limit(request.query_params.get("limit"))))
 
     def _log_page(self, request, job: Job, after: int, limit: int) -> dict:
@@ -148,10 +181,11 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
         }
 
     @extend_schema(responses=JobEventSerializer(many=True))
-    @action(detail=True, methods=["get"], url_path="events")
+    @action(detail=True, methods=["get"], url_path="events", pagination_class=EventCursorPagination, filter_backends=[])
     def events(self, request, *args, **kwargs):
         job = self.get_object()
-        return Response(JobEventSerializer(selectors.event_list(job=job), many=True).data)
+        page = self.paginate_queryset(selectors.event_list(job=job))
+        return self.get_paginated_response(JobEventSerializer(page, many=True).data)
 
 
 def _plain(data):
@@ -172,12 +206,16 @@ def _event_stream(job: Job, after: int) -> StreamingHttpResponse:
         while time.monotonic() < deadline:
             lines = selectors.log_lines(job=job, after=position, limit=500)
             for line in lines:
-                yield _sse("line", {"seq": line.seq, "source": line.source, "text": line.text, "time": line.time}, line.seq)
+                yield _sse("line", JobLogLineSerializer(line).data, line.seq)  # same fields and formats as a page
                 position = line.seq + 1
             if lines:
                 quiet_since = time.monotonic()
                 continue
-            job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count"])
+            try:
+                job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count"])
+            except Job.DoesNotExist:
+                yield _sse("end", {"status": "Deleted", "status_reason": "The job was deleted.", "exit_code": None})
+                return
             if job.status in TERMINAL and position >= job.log_line_count:
                 yield _sse("end", {"status": job.status, "status_reason": job.status_reason, "exit_code": job.exit_code})
                 return

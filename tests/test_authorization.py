@@ -1,17 +1,22 @@
 """Who may call what: every endpoint for anonymous, non-members, each role and staff.
 
 No credentials -> 401; not a member -> 404 (names don't leak); a member without the role -> 403.
-Reading needs `reader`; every write here (workspace settings, members, compute) needs `owner`.
+Reading needs `reader`; submitting and changing jobs needs `contributor`; every other write here (workspace
+settings, members, compute) needs `owner`.
+Online endpoints and deployments are used, not managed: their writes and keys need `contributor`.
+Scoring checks the endpoint's own key, whoever calls (see the tests at the end).
 Tokens, the catalogs and workspace creation belong to no workspace: any signed-in user.
 The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
 """
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from compute.services import compute_create, instance_types_create
 from compute.tests.factories import body, create_compute
 from conftest import ROLES
+from jobs.services import job_create
 from tests.support import assert_error
 from workspaces.services import token_create
 
@@ -26,6 +31,10 @@ def manage(ok: int) -> dict:
     return {"anonymous": 401, "outsider": 404, "reader": 403, "contributor": 403, "owner": ok, "staff": ok}
 
 
+def use(ok: int) -> dict:
+    return {"anonymous": 401, "outsider": 404, "reader": 403, "contributor": ok, "owner": ok, "staff": ok}
+
+
 def signed_in(ok: int) -> dict:
     return {role: 401 if role == "anonymous" else ok for role in ROLES}
 
@@ -34,7 +43,20 @@ PUBLIC = {role: 200 for role in ROLES}
 CODES = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
 
 
+JOB = {"name": "train", "command": "echo hi", "compute": "local"}
 SHAPE = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+EP = f"{WS}/online-endpoints"
+ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" / "adder"
+DEPLOYMENT = {"code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}, "environment": {"image": "unused"}}
+
+
+def online_endpoint(owner, workspace) -> dict:
+    """Local endpoint `adder` with deployment `blue` (no traffic); returns its keys."""
+    from endpoints.services import deployment_create, endpoint_create
+
+    endpoint, made = endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
+    deployment_create(user=owner, endpoint=endpoint, data={"name": "blue", **DEPLOYMENT})
+    return made
 
 
 @dataclass
@@ -44,7 +66,7 @@ class Endpoint:
     path: str
     expected: dict
     data: dict | None = None
-    needs: tuple = field(default=())  # "compute": a compute named cpu-cluster in team-a
+    needs: tuple = field(default=())  # "compute": a compute named cpu-cluster in team-a; "job": a local job named train
 
 
 ENDPOINTS = [
@@ -73,6 +95,29 @@ ENDPOINTS = [
              {"nodeSelector": {"pool": "a"}}, ("kubernetes",)),
     Endpoint("instancetype-delete", "delete", f"{WS}/computes/k8s/instancetypes/small/", manage(202), needs=("kubernetes",)),
     Endpoint("nodes-list", "get", f"{WS}/computes/k8s/nodes/", read(), needs=("kubernetes",)),
+    Endpoint("online-endpoints-list", "get", f"{EP}/", read()),
+    Endpoint("online-endpoints-create", "post", f"{EP}/", use(201), {"name": "new-ep", "compute": "local"}),
+    Endpoint("online-endpoint-retrieve", "get", f"{EP}/adder/", read(), needs=("endpoint",)),
+    Endpoint("online-endpoint-patch", "patch", f"{EP}/adder/", use(200), {"description": "changed"}, ("endpoint",)),
+    Endpoint("online-endpoint-delete", "delete", f"{EP}/adder/", use(202), needs=("endpoint",)),
+    Endpoint("online-endpoint-keys", "get", f"{EP}/adder/keys", use(200), needs=("endpoint",)),
+    Endpoint("online-endpoint-keys-post", "post", f"{EP}/adder/keys", use(200), {"key_type": "secondary"}, ("endpoint",)),
+    Endpoint("online-endpoint-keys-regenerate", "post", f"{EP}/adder/keys/regenerate", use(200), {"key_type": "primary"}, ("endpoint",)),
+    Endpoint("deployments-list", "get", f"{EP}/adder/deployments/", read(), needs=("endpoint",)),
+    Endpoint("deployments-create", "post", f"{EP}/adder/deployments/", use(201), {"name": "green", **DEPLOYMENT}, ("endpoint",)),
+    Endpoint("deployment-retrieve", "get", f"{EP}/adder/deployments/blue/", read(), needs=("endpoint",)),
+    Endpoint("deployment-patch", "patch", f"{EP}/adder/deployments/blue/", use(200), {"description": "changed"}, ("endpoint",)),
+    Endpoint("deployment-delete", "delete", f"{EP}/adder/deployments/blue/", use(202), needs=("endpoint",)),
+    Endpoint("deployment-logs", "get", f"{EP}/adder/deployments/blue/logs/", read(), needs=("endpoint",)),
+    Endpoint("jobs-list", "get", f"{WS}/jobs/", read()),
+    Endpoint("jobs-create", "post", f"{WS}/jobs/", use(201), {"command": "echo hi", "compute": "local"}),
+    Endpoint("job-retrieve", "get", f"{WS}/jobs/train/", read(), needs=("job",)),
+    Endpoint("job-patch", "patch", f"{WS}/jobs/train/", use(200), {"display_name": "renamed"}, ("job",)),
+    Endpoint("job-delete", "delete", f"{WS}/jobs/train/", use(202), needs=("job",)),
+    Endpoint("job-cancel", "post", f"{WS}/jobs/train/cancel/", use(202), needs=("job",)),
+    Endpoint("job-logs", "get", f"{WS}/jobs/train/logs/", read(), needs=("job",)),
+    Endpoint("job-logs-download", "get", f"{WS}/jobs/train/logs/?download=true", read(), needs=("job",)),
+    Endpoint("job-events", "get", f"{WS}/jobs/train/events/", read(), needs=("job",)),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
@@ -97,6 +142,10 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as):
         k8s = compute_create(user=users["owner"], workspace=workspace, data=body("kubernetes", name="k8s"))
         if endpoint.method != "post":
             instance_types_create(user=users["owner"], compute=k8s, body=SHAPE)
+    if "job" in endpoint.needs:
+        job_create(user=users["owner"], workspace=workspace, data=JOB)
+    if "endpoint" in endpoint.needs:
+        online_endpoint(users["owner"], workspace)
     client = api_as(role)
     # the token to revoke belongs to the caller (anonymous tries the owner's)
     token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")
@@ -165,6 +214,48 @@ def test_refused_writes_change_nothing(api_as, users, workspace):
     assert workspace.description == ""
 
 
+def test_refused_job_writes_change_nothing(api_as, users, workspace):
+    from jobs.models import Job, JobEvent
+    from workspaces.models import AuditEvent
+
+    job_create(user=users["owner"], workspace=workspace, data=JOB)
+    clients = {role: api_as(role) for role in ("anonymous", "outsider", "reader")}  # (making a token is audited)
+    before = (list(Job.objects.values()), JobEvent.objects.count(), AuditEvent.objects.count())
+    for role, client in clients.items():
+        for response in (
+            client.post(f"{WS}/jobs/", {"name": "sneaky", "command": "echo", "compute": "local"}, format="json"),
+            client.patch(f"{WS}/jobs/train/", {"display_name": "defaced"}, format="json"),
+            client.post(f"{WS}/jobs/train/cancel/"),
+            client.delete(f"{WS}/jobs/train/"),
+        ):
+            assert response.status_code == use(202)[role], (role, response.status_code)
+    assert (list(Job.objects.values()), JobEvent.objects.count(), AuditEvent.objects.count()) == before
+
+
+@pytest.mark.parametrize("method, suffix, data", [
+    ("get", "train/", None),
+    ("patch", "train/", {"display_name": "mine now"}),
+    ("delete", "train/", None),
+    ("post", "train/cancel/", None),
+    ("get", "train/logs/", None),
+    ("get", "train/events/", None),
+    ("get", "", None),
+])
+def test_an_owner_of_one_workspace_gets_404_for_anothers_job(method, suffix, data, owner_api, workspace, make_user):
+    from jobs.models import Job
+    from workspaces.services import workspace_create
+
+    bob = make_user("bob")
+    other = workspace_create(user=bob, name="team-b")
+    theirs = job_create(user=bob, workspace=other, data=JOB)
+    response = getattr(owner_api, method)(f"/api/v1/workspaces/team-b/jobs/{suffix}", data, format="json")
+    assert_error(response, 404, "NotFound")
+    assert_error(owner_api.get(f"{WS}/jobs/train/"), 404, "NotFound")  # team-a's path does not reach it either
+    theirs.refresh_from_db()
+    assert (theirs.display_name, theirs.status, theirs.deleting) == ("train", "NotStarted", False)
+    assert Job.objects.filter(workspace=other).count() == 1
+
+
 def test_session_login_works_for_reads(client, users, workspace):
     client.force_login(users["reader"])
     assert client.get(f"{WS}/computes/").status_code == 200
@@ -177,3 +268,53 @@ def test_session_writes_need_the_csrf_token(users, workspace):
     browser.force_login(users["owner"])
     response = browser.patch(f"{WS}/", {"description": "x"}, content_type="application/json")
     assert_error(response, 403, "Forbidden")
+
+
+def test_refused_endpoint_writes_change_nothing(api_as, users, workspace):
+    from endpoints.models import OnlineDeployment, OnlineEndpoint
+    from workspaces.models import AuditEvent
+
+    online_endpoint(users["owner"], workspace)
+
+    def snapshot():
+        return (list(OnlineEndpoint.objects.values_list("description", "traffic", "primary_key_hash", "secondary_key_hash",
+                                                         "provisioning_state")),
+                list(OnlineDeployment.objects.values_list("name", "spec", "provisioning_state")), AuditEvent.objects.count())
+
+    clients = [api_as(role) for role in ("anonymous", "outsider", "reader")]  # their tokens are audited: made first
+    before = snapshot()
+    for client in clients:
+        client.post(f"{EP}/", {"name": "sneaky", "compute": "local"}, format="json")
+        client.patch(f"{EP}/adder/", {"description": "defaced"}, format="json")
+        client.post(f"{EP}/adder/keys", {"key_type": "primary"}, format="json")
+        client.post(f"{EP}/adder/keys/regenerate", {"key_type": "secondary"}, format="json")
+        client.post(f"{EP}/adder/deployments/", {"name": "green", **DEPLOYMENT}, format="json")
+        client.patch(f"{EP}/adder/deployments/blue/", {"description": "defaced"}, format="json")
+        client.delete(f"{EP}/adder/deployments/blue/")
+        client.delete(f"{EP}/adder/")
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_scoring_needs_the_endpoints_key_whoever_calls(role, users, workspace, api_as):
+    """A key endpoint takes its key from anyone (even without a Dockyard account) and nothing else."""
+    made = online_endpoint(users["owner"], workspace)
+    url = f"{EP}/adder/score"
+    client = api_as(role)  # the role's Dockyard token, or none
+    response = client.post(url, {"numbers": [1]}, format="json")
+    assert_error(response, 401, "Unauthorized")
+    assert response["WWW-Authenticate"] == "Bearer"
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {made['secondaryKey']}")
+    assert_error(client.post(url, {"numbers": [1]}, format="json"), 404, "NoTraffic")  # past the key check
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_scoring_an_aml_token_endpoint_needs_a_members_token(role, users, workspace, api_as):
+    from endpoints.services import endpoint_create
+
+    endpoint_create(user=users["owner"], workspace=workspace, data={"name": "tok", "compute": "local", "auth_mode": "aml_token"})
+    response = api_as(role).post(f"{EP}/tok/score", {"numbers": [1]}, format="json")
+    if role in ("anonymous", "outsider"):
+        assert_error(response, 401, "Unauthorized")
+    else:
+        assert_error(response, 404, "NoTraffic")  # past the token check

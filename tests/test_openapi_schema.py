@@ -67,9 +67,13 @@ def test_every_operation_documents_its_errors(openapi):
     assert "Retry-After" in openapi["paths"]["/api/v1/workspaces/"]["get"]["responses"]["429"]["headers"]
 
 
+# GETs below one resource that are not collections: an endpoint's key prefixes, a deployment's plain-text log tail.
+NOT_LISTS = ("/online-endpoints/{name}/keys/", "/deployments/{name}/logs/")
+
+
 def test_lists_document_the_envelope(openapi):
     for method, path, operation in operations(openapi):
-        if method != "GET" or path.endswith("}/"):
+        if method != "GET" or path.endswith("}/") or path.endswith(NOT_LISTS):
             continue
         envelope = resolve(openapi, body_schema(operation["responses"]["200"]))
         assert {"count", "next", "previous", "results"} <= set(envelope["properties"]), path
@@ -108,3 +112,41 @@ def test_docs_load_only_local_assets():
     assert all(finders.find(asset.removeprefix("/static/")) for asset in assets), assets
     assert not re.search(r"https?://", html)
     assert '"validatorUrl": null' in html  # no badge fetched from validator.swagger.io
+
+
+JOBS = "/api/v1/workspaces/{workspace_name}/jobs/"
+
+
+def parameter_names(operation: dict) -> set[str]:
+    return {parameter["name"] for parameter in operation.get("parameters", [])}
+
+
+def test_job_list_rows_are_the_job_without_its_manifests(openapi):
+    listing = openapi["paths"][JOBS]["get"]
+    row = resolve(openapi, resolve(openapi, body_schema(listing["responses"]["200"]))["properties"]["results"]["items"])
+    single = resolve(openapi, body_schema(openapi["paths"][JOBS + "{name}/"]["get"]["responses"]["200"]))
+    assert set(single["properties"]) - set(row["properties"]) == {"manifests"}
+    assert "manifests" not in row.get("required", [])
+    assert {"status", "compute", "experiment_name", "cursor", "page_size"} <= parameter_names(listing)
+
+
+def test_job_logs_are_json_pages_a_text_download_or_an_event_stream(openapi):
+    logs = openapi["paths"][JOBS + "{name}/logs/"]["get"]
+    content = logs["responses"]["200"]["content"]
+    assert set(content) == {"application/json", "text/plain", "text/event-stream"}
+    assert resolve(openapi, content["application/json"]["schema"])["properties"]["results"]["type"] == "array"
+    event = content["text/event-stream"]["schema"]  # before OpenAPI 3.2 a stream's schema describes one event
+    assert event["properties"]["event"]["enum"] == ["line", "end", "timeout"] and event["required"] == ["event", "data"]
+    assert {"cursor", "limit", "follow", "download"} <= parameter_names(logs)
+
+
+def test_job_events_are_a_list_without_the_job_lists_filters(openapi):
+    events = openapi["paths"][JOBS + "{name}/events/"]["get"]
+    assert not {"status", "compute", "experiment_name"} & parameter_names(events)
+    envelope = resolve(openapi, body_schema(events["responses"]["200"]))
+    assert resolve(openapi, envelope["properties"]["results"]["items"])["properties"].keys() == {"time", "type", "reason", "message"}
+
+
+def test_job_actions_answer_202_with_the_job(openapi):
+    for path, method in ((JOBS + "{name}/", "delete"), (JOBS + "{name}/cancel/", "post")):
+        assert body_schema(openapi["paths"][path][method]["responses"]["202"]) == {"$ref": "#/components/schemas/Job"}, path

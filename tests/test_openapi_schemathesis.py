@@ -1,6 +1,7 @@
 """Property-based tests over the served OpenAPI schema: no 5xx, and every response is what the schema says."""
 import itertools
 import zlib
+from pathlib import Path
 
 import hypothesis
 import pytest
@@ -62,12 +63,20 @@ EXISTING = {
     "name": ["k8s", "cpu-cluster", "notebook", "vm", "dbx", "local"],
     "compute_name": ["k8s", "k8s", "cpu-cluster"],  # instance types and nodes live on Kubernetes computes
     "username": ["olivia", "reader-user", "contributor-user"],
+    "endpoint_name": ["adder"],  # online deployments live on endpoint adder
 }
+JOBS = "/api/v1/workspaces/{workspace_name}/jobs/{name}/"
+ENDPOINT = "/api/v1/workspaces/{workspace_name}/online-endpoints/{name}/"
+DEPLOYMENT = "/api/v1/workspaces/{workspace_name}/online-endpoints/{endpoint_name}/deployments/{name}/"
 # Where `{name}` is not a compute's.
 NAMES_BY_PATH = {
     "/api/v1/workspaces/{name}/": ["team-a"],
     "/api/v1/workspaces/{workspace_name}/computes/{compute_name}/instancetypes/{name}/": ["defaultinstancetype"],
+    **{JOBS + action: ["done", "running"] for action in ("", "cancel/", "logs/", "events/")},
+    **{ENDPOINT + action: ["adder"] for action in ("", "keys/", "keys/regenerate/", "score")},
+    **{DEPLOYMENT + action: ["blue"] for action in ("", "logs/")},
 }
+ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" / "adder"
 CASE_NUMBERS = itertools.count()
 
 
@@ -77,11 +86,39 @@ def fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def add_jobs(owner, workspace) -> None:
+    """A job that has ended with a few log lines, and one still running (for cancel, and logs that follow it)."""
+    from django.utils import timezone
+
+    from jobs.models import Job
+    from jobs.reconcile.status import append_lines
+    from jobs.services import job_create
+
+    done = job_create(user=owner, workspace=workspace, data={"name": "done", "command": "echo hi", "compute": "local"})
+    append_lines(done, [("", "hi"), ("", "bye")])
+    Job.objects.filter(pk=done.pk).update(status="Completed", exit_code=0, start_time=timezone.now(), end_time=timezone.now())
+    running = job_create(user=owner, workspace=workspace, data={"name": "running", "command": "sleep 60", "compute": "local"})
+    Job.objects.filter(pk=running.pk).update(status="Running", start_time=timezone.now())
+
+
+def add_online_endpoint(owner, workspace) -> None:
+    """A local endpoint `adder` with deployment `blue` (the endpoints tests' adder script), taking no traffic."""
+    from endpoints.services import deployment_create, endpoint_create
+
+    endpoint, _ = endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
+    deployment_create(user=owner, endpoint=endpoint, data={
+        "name": "blue", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}, "environment": {"image": "unused"}})
+
+
 @pytest.fixture(autouse=True)
-def records(fast_passwords, db, monkeypatch, users, workspace):
-    """A workspace full of computes behind the API, which answers as often as it is asked."""
+def records(fast_passwords, db, monkeypatch, settings, users, workspace):
+    """A workspace full of computes, jobs and an online endpoint behind the API, which answers as often as it is asked."""
     for body in COMPUTES:
         compute_create(user=users["owner"], workspace=workspace, data=body)
+    add_jobs(users["owner"], workspace)
+    add_online_endpoint(users["owner"], workspace)
+    # `logs?follow=true` streams until the job ends: a running job's stream must end soon for the run to.
+    settings.DOCKYARD_LOG_FOLLOW_SECONDS = 1
     # Thousands of requests from one user would otherwise meet the real rate limit.
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"anon": "100000/min", "user": "100000/min"})
     # Django's test client does this too: closing "old" connections would end the test's transaction.

@@ -56,8 +56,67 @@ def add_nodes(n, workspace, owner):
     cluster.save()
 
 
+def add_jobs(n, workspace, owner):
+    """Jobs on each kind of target (a compute, local, serverless) by different users."""
+    from compute.models import ComputeTarget
+    from compute.services import compute_create
+    from jobs.models import Job
+
+    compute = ComputeTarget.objects.filter(name="k8s").first() or compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s"))
+    start = Job.objects.count()
+    for index in range(start, start + n):
+        target = ("kubernetes", "local", "serverless")[index % 3]
+        Job.objects.create(
+            workspace=workspace, name=f"job-{index}", target=target, compute=compute if target == "kubernetes" else None,
+            compute_name={"kubernetes": "k8s", "local": "local", "serverless": ""}[target],
+            spec={"name": f"job-{index}", "command": "echo", "resources": {"instance_count": 1, "shm_size": "2g"}},
+            created_by=owner if index % 2 else UserFactory(),
+        )
+
+
+def add_log_lines(n, workspace, owner):
+    from jobs.models import Job
+    from jobs.reconcile.status import append_lines
+
+    job = Job.objects.filter(name="logged").first() or Job.objects.create(
+        workspace=workspace, name="logged", target="local", compute_name="local", spec={"name": "logged", "command": "echo"})
+    append_lines(job, [(f"rank-{index % 2}", f"line {index}") for index in range(n)])
+
+
+def add_job_events(n, workspace, owner):
+    from django.utils import timezone
+
+    from jobs.models import Job, JobEvent
+
+    job = Job.objects.filter(name="eventful").first() or Job.objects.create(
+        workspace=workspace, name="eventful", target="local", compute_name="local", spec={"name": "eventful", "command": "echo"})
+    JobEvent.objects.bulk_create([JobEvent(job=job, time=timezone.now(), reason="Pulled", message="image") for _ in range(n)])
+
+
 def add_tokens(n, workspace, owner):
     ApiTokenFactory.create_batch(n, user=owner)
+
+
+def add_online_endpoints(n, workspace, owner):
+    """Endpoints (creators alternating) with two deployments each, so the list's deployment names are loaded too."""
+    from endpoints.models import OnlineDeployment, OnlineEndpoint
+
+    start = OnlineEndpoint.objects.count()
+    for index in range(start, start + n):
+        endpoint = OnlineEndpoint.objects.create(workspace=workspace, name=f"ep-{index}", compute_name="local",
+                                                 created_by=owner if index % 2 else UserFactory())
+        for name in ("blue", "green"):
+            OnlineDeployment.objects.create(endpoint=endpoint, name=name, instance_type="defaultinstancetype", created_by=owner)
+
+
+def add_online_deployments(n, workspace, owner):
+    from endpoints.models import OnlineDeployment, OnlineEndpoint
+
+    endpoint = OnlineEndpoint.objects.get_or_create(workspace=workspace, name="scorer", defaults={"compute_name": "local"})[0]
+    start = endpoint.deployments.count()
+    for index in range(start, start + n):
+        OnlineDeployment.objects.create(endpoint=endpoint, name=f"d-{index}", instance_type="defaultinstancetype",
+                                        spec={"endpoint_name": "scorer"}, created_by=owner if index % 2 else UserFactory())
 
 
 # (its URL, how to add rows, the most queries it may take: token, [workspace, role,] count, page)
@@ -69,6 +128,11 @@ LISTS = [
     pytest.param("/api/v1/tokens/", add_tokens, 3, id="tokens"),
     pytest.param(f"{WS}/computes/k8s/instancetypes/", add_instance_types, 5, id="instancetypes"),
     pytest.param(f"{WS}/computes/k8s/nodes/", add_nodes, 5, id="nodes"),
+    pytest.param(f"{WS}/jobs/", add_jobs, 4, id="jobs"),
+    pytest.param(f"{WS}/jobs/logged/logs/", add_log_lines, 4, id="job-logs"),
+    pytest.param(f"{WS}/jobs/eventful/events/", add_job_events, 5, id="job-events"),
+    pytest.param(f"{WS}/online-endpoints/", add_online_endpoints, 5, id="online-endpoints"),
+    pytest.param(f"{WS}/online-endpoints/scorer/deployments/", add_online_deployments, 5, id="online-deployments"),
 ]
 
 

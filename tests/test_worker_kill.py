@@ -9,7 +9,11 @@ the task is in flight: its row lock held, its message delivered but not acknowle
 - The whole process group dies: nobody is left to reject the message, and Redis hands an
   unacknowledged message out again only after the visibility timeout (an hour). A new worker does
   the messages that were still queued, and the resync re-enqueues the record that was in flight.
+- A local job's process is detached from the worker: it outlives a killed worker, and the next worker (its
+  worker_ready resync, once the dead chain's heartbeat is stale) follows it to a true end: the exit code it left,
+  or "disappeared" when the process died too while no worker was there.
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -23,7 +27,10 @@ from django.conf import settings
 from django.db import connection
 
 from compute.models import InstanceType
+from compute.runners import local as runner
 from compute.tasks import resync
+from jobs.choices import ACTIVE
+from jobs.models import Job
 from tests.e2e_support import BASE, attach, crs, fresh_client_state, settled, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +50,7 @@ def worker_environment() -> dict:
 class Worker:
     """`celery -A controlplane worker` (prefork, one pool process) in its own process group."""
 
-    def __init__(self, name: str, log: Path):
+    def __init__(self, name: str, log: Path, env: dict | None = None):
         celery = Path(sys.executable).parent / "celery"
         command = [str(celery)] if celery.exists() else [sys.executable, "-m", "celery"]
         command += ["-A", "controlplane", "worker", "--pool=prefork", "--concurrency=1", f"--hostname={name}@%h",
@@ -51,7 +58,7 @@ class Worker:
                     f"--queues={settings.CELERY_TASK_DEFAULT_QUEUE}"]
         self.log = log
         with open(log, "wb") as out:
-            self.process = subprocess.Popen(command, cwd=ROOT, env=worker_environment(), stdout=out,
+            self.process = subprocess.Popen(command, cwd=ROOT, env={**worker_environment(), **(env or {})}, stdout=out,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
     def output(self) -> str:
@@ -97,9 +104,9 @@ def fake(make_fake_kube):
     fresh_client_state(kube)
 
 
-@pytest.fixture
-def workers(transactional_db, fake, tmp_path):
-    """Start workers with workers(name); all are stopped (and their stranded messages dropped) afterwards."""
+@contextlib.contextmanager
+def worker_starter(tmp_path: Path, env: dict | None = None):
+    """start(name) starts a worker; all are stopped (and their stranded messages dropped) afterwards."""
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     stranded_before = set(broker.hkeys("unacked"))
     from controlplane.celery import app
@@ -108,19 +115,28 @@ def workers(transactional_db, fake, tmp_path):
     started: list[Worker] = []
 
     def start(name: str) -> Worker:
-        worker = Worker(name, tmp_path / f"{name}.log")
+        worker = Worker(name, tmp_path / f"{name}.log", env)
         started.append(worker)
         worker.wait_ready()
         return worker
 
-    yield start
-    for worker in started:
-        worker.stop()
-    # A killed worker's unacknowledged message would come back in an hour, into some later test run.
-    for tag in set(broker.hkeys("unacked")) - stranded_before:
-        broker.hdel("unacked", tag)
-        broker.zrem("unacked_index", tag)
-    app.control.purge()
+    try:
+        yield start
+    finally:
+        for worker in started:
+            worker.stop()
+        # A killed worker's unacknowledged message would come back in an hour, into some later test run.
+        for tag in set(broker.hkeys("unacked")) - stranded_before:
+            broker.hdel("unacked", tag)
+            broker.zrem("unacked_index", tag)
+        app.control.purge()
+
+
+@pytest.fixture
+def workers(transactional_db, fake, tmp_path):
+    """Start workers with workers(name); all are stopped (and their stranded messages dropped) afterwards."""
+    with worker_starter(tmp_path) as start:
+        yield start
 
 
 def hold_the_next_apply(fake):
@@ -181,3 +197,75 @@ def test_a_killed_worker_loses_nothing_after_a_restart(workers, owner_api, works
 
     assert sorted(crs(fake)) == sorted(names) and InstanceType.objects.count() == len(names)
     assert {r.verb for r in fake.requests.writes() if r.resource == "instancetypes"} == {"patch"}
+
+
+# Local jobs: the job's process is not the worker's child.
+
+STALE_SECONDS = 2  # the workers' DOCKYARD_JOB_STALE_SECONDS: a dead chain is taken over after this long
+
+
+@pytest.fixture
+def local_workers(transactional_db, settings, tmp_path):
+    """Workers that run local jobs in a folder of this test and take dead chains over quickly."""
+    settings.DOCKYARD_JOB_DIR = tmp_path / "jobs"
+    env = {"DOCKYARD_JOB_DIR": str(settings.DOCKYARD_JOB_DIR), "DOCKYARD_JOB_STALE_SECONDS": str(STALE_SECONDS),
+           "DOCKYARD_LOCAL_COMPUTE": "true"}
+    try:
+        with worker_starter(tmp_path, env) as start:
+            yield start
+    finally:
+        for pid_file in Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}"):
+            process = runner.adopt(pid_file.parent)
+            if process and runner.group_alive(process.pid):  # a test that failed half-way: stop what it started
+                runner.kill_group(process, grace=0.5)
+
+
+def submit_local(api, command: str) -> str:
+    response = api.post("/api/v1/workspaces/team-a/jobs/", {"command": command, "compute": "local"}, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()["name"]
+
+
+def running_process(name: str) -> runner.Process:
+    job = wait_for(lambda: Job.objects.filter(name=name, status="Running").first(), 30, what=f"job {name} running")
+    return runner.Process.from_dict(job.runner)
+
+
+def ended_job(name: str, timeout: float = 30) -> Job:
+    return wait_for(lambda: Job.objects.filter(name=name).exclude(status__in=ACTIVE).first(), timeout, what=f"the end of {name}")
+
+
+def test_a_local_job_outlives_a_killed_worker_and_the_next_one_sees_it_end(local_workers, owner_api, workspace):
+    first = local_workers("first")
+    name = submit_local(owner_api, "echo start; sleep 4; echo done")
+    process = running_process(name)
+
+    first.kill_group()
+    assert runner.is_running(process)  # its own session: the worker's group kill did not reach it
+    assert Job.objects.get(name=name).status == "Running"  # and nobody follows it now
+
+    second = local_workers("second")
+    job = ended_job(name)
+    assert (job.status, job.exit_code, job.status_reason) == ("Completed", 0, ""), job.status_reason
+    assert [line.text for line in job.log_lines.all()] == ["start", "done"]  # followed, not started again
+    assert job.runner["pid"] == process.pid and not runner.group_alive(process.pid)
+    assert "jobs.tasks.resync_jobs" in second.output()  # taken over by the new worker's resync on start
+    assert not Job.objects.filter(status__in=ACTIVE).exists()
+
+
+def test_a_local_job_that_died_with_no_worker_around_fails_as_disappeared(local_workers, owner_api, workspace):
+    first = local_workers("first")
+    name = submit_local(owner_api, "echo start; sleep 600")
+    process = running_process(name)
+    wait_for(lambda: Job.objects.get(name=name).log_line_count == 1, 10, what="the first line")
+
+    first.kill_group()
+    os.killpg(process.pid, signal.SIGKILL)  # the OOM killer, say: no exit code is written
+    wait_for(lambda: not runner.group_alive(process.pid), 10, what="the end of the job's processes")
+
+    local_workers("second")
+    job = ended_job(name)
+    assert job.status == "Failed" and "disappeared" in job.status_reason, job.status_reason
+    assert job.exit_code is None and job.end_time is not None
+    assert [line.text for line in job.log_lines.all()] == ["start"]
+    assert not Job.objects.filter(status__in=ACTIVE).exists()

@@ -1,12 +1,15 @@
 """dockyard apply -f FILE: kubectl-style declarative apply of multi-document YAML."""
+from collections.abc import Callable
+
 import click
 
-from ..appliers import Scope, apply_document, is_fatal, resource_label, route_of
+from ..appliers import Outcome, Scope, apply_document, is_fatal, resource_label, route_of
 from ..client import ApiClient
 from ..context import State, compute_option, output_option, pass_state, workspace_option
 from ..documents import Document, load_documents
 from ..errors import EXIT_API_ERROR, CliError
 from ..output import print_structured
+from .online_endpoint import print_keys
 
 
 def report_failure(label: str, error: CliError) -> None:
@@ -16,9 +19,13 @@ def report_failure(label: str, error: CliError) -> None:
 
 def apply_one(document: Document, client: ApiClient, scope: Scope, output: str, dry_run: bool) -> list[dict]:
     """Apply one document and print its lines; failures are reported and returned, not raised (unless fatal)."""
-    label = resource_label(document)
+    return report(resource_label(document), lambda: apply_document(document, client, scope, dry_run), output)
+
+
+def report(label: str, attempt: Callable[[], list[Outcome]], output: str) -> list[dict]:
+    """Run one apply step and print its lines (and an endpoint's new keys, once); failures are returned, not raised."""
     try:
-        outcomes = apply_document(document, client, scope, dry_run)
+        outcomes = attempt()
     except CliError as error:
         if is_fatal(error):
             raise
@@ -27,8 +34,10 @@ def apply_one(document: Document, client: ApiClient, scope: Scope, output: str, 
     for outcome in outcomes:
         if outcome.error is not None:
             report_failure(outcome.resource, outcome.error)
-        elif output == "table":
+            continue
+        if output == "table":
             click.echo(outcome.line())
+        print_keys(outcome.keys, outcome.resource.rpartition("/")[2], output == "table")
     return [outcome.as_dict() for outcome in outcomes]
 
 
@@ -47,8 +56,10 @@ def needs_compute(documents: list[Document]) -> bool:
 def apply(state: State, sources: tuple[str, ...], dry_run: bool) -> None:
     """Create or update what YAML files describe (kubectl-style).
 
-    Computes and workspaces go to the workspace of -w; InstanceType and InstanceTypeList documents go to the
-    kubernetes compute of --compute.
+    Computes, workspaces, command jobs (`type: command`), online endpoints and online deployments go to the
+    workspace of -w; InstanceType and InstanceTypeList documents go to the kubernetes compute of --compute. A job
+    is submitted once: applied again it is unchanged, and only its display_name, description and tags can be
+    changed. An endpoint's traffic is set after the deployments of the same files; its keys are printed once.
     """
     # Every file is read and parsed before anything is applied: a typo in the last file changes nothing.
     documents = [document for source in sources for document in load_documents(source)]
@@ -57,6 +68,8 @@ def apply(state: State, sources: tuple[str, ...], dry_run: bool) -> None:
     client = state.client()
     scope = Scope(workspace=lambda: state.workspace, compute=lambda: compute)
     per_document = [apply_one(document, client, scope, state.output, dry_run) for document in documents]
+    # Then what had to wait for later documents: an endpoint's traffic to deployments applied after it.
+    per_document += [report(label, step, state.output) for label, step in scope.later]
     results = [result for results in per_document for result in results]
     if state.output != "table":
         print_structured(results, state.output)

@@ -1,5 +1,4 @@
 """dockyard compute list | show | create | attach | nodes | delete."""
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -8,14 +7,13 @@ import click
 from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
 from ..documents import COMPUTE_TYPES, Document, apply_assignments, compute_body, load_documents, read_side_file
-from ..errors import EXIT_API_ERROR, EXIT_USAGE, ApiError, CliError, InvalidInput
+from ..errors import EXIT_USAGE, ApiError, InvalidInput
 from ..lookups import computes_path, nodes_path, not_found_in_workspace
 from ..output import Column, field, print_item, print_list, print_written, timestamp
+from ..provisioning import provisioning_failed, wait_until_provisioned
 
 # Types that are attached (they exist already) rather than created by Azure ML; `compute create` takes the others too.
 ATTACHED_TYPES = ("kubernetes", "virtualmachine", "hdinsight", "databricks", "datalakeanalytics", "synapsespark", "batch")
-FINAL_STATES = ("Succeeded", "Failed")
-POLL_SECONDS = 1.0
 GPU = "nvidia.com/gpu"
 
 
@@ -182,34 +180,6 @@ def attach_document(source: str | None, name: str | None, kubeconfig: str | None
     return document
 
 
-def provisioning_failed(label: str, item: dict) -> CliError:
-    errors = [error for error in item.get("provisioning_errors") or [] if isinstance(error, dict)]
-    details = [{"target": error.get("code") or "", "message": error.get("message") or ""} for error in errors]
-    return CliError(f"{label} could not be provisioned.", code="ProvisioningFailed", details=details, exit_code=EXIT_API_ERROR)
-
-
-def wait_until_provisioned(client: ApiClient, path: str, item: dict, label: str, timeout: float, progress) -> dict:
-    """Poll every second until Succeeded or Failed, printing each state once; give up after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    shown = None
-    while True:
-        state = item.get("provisioning_state")
-        if state != shown:
-            progress(f"{label} {state}")
-            shown = state
-        if state in FINAL_STATES:
-            return item
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise CliError(
-                f"{label} is still {state} after {timeout:g} s; it goes on in the background "
-                f"(see `dockyard compute show {item.get('name')}`).",
-                code="WaitTimedOut", exit_code=EXIT_API_ERROR,
-            )
-        time.sleep(min(POLL_SECONDS, remaining))  # the last look is at the deadline
-        item = client.get(path).body
-
-
 @compute.command("attach")
 @click.option("-f", "--file", "source", metavar="FILE", help="Compute YAML, e.g. type: kubernetes with kubeconfig_file (`-` for standard input).")
 @click.option("--name", help="The compute's name (overrides the file's).")
@@ -246,7 +216,8 @@ def attach_compute(state: State, source: str | None, name: str | None, kubeconfi
             print_item(created, state.output)
         return
     path = computes_path(workspace, created["name"])
-    final = wait_until_provisioned(client, path, created, label, timeout, lambda line: click.echo(line, err=not table))
+    final = wait_until_provisioned(client, path, created, label, timeout, lambda line: click.echo(line, err=not table),
+                                   f"dockyard compute show {created['name']}")
     if not table:
         print_item(final, state.output)
     if final.get("provisioning_state") == "Failed":

@@ -409,7 +409,7 @@ def test_apply_creates_and_updates_workspaces_and_reads_several_files(dockyard, 
 
 
 def test_apply_names_the_place_of_documents_it_cannot_route(dockyard, tmp_path):
-    job = {"$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json", "type": "command", "command": "echo hi"}
+    job = {"$schema": "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json", "type": "sweep", "trial": {}}
     path = write_yaml(tmp_path / "odd.yml", CPU_CLUSTER, {"name": "what", "colour": "blue"}, job, ["not", "a", "mapping"])
 
     result = dockyard("apply", "-f", str(path))
@@ -419,7 +419,7 @@ def test_apply_names_the_place_of_documents_it_cannot_route(dockyard, tmp_path):
     errors = result.stderr.splitlines()
     assert errors[0] == f"{path}, document 2 failed"
     assert errors[1].startswith("Error (UnknownDocument): Cannot tell what this document is: give `type`")
-    assert errors[3:5] == [f"{path}, document 3 failed", "Error (NotSupported): This looks like a job, which `dockyard apply` does not support yet."]
+    assert errors[3:5] == [f"{path}, document 3 failed", "Error (NotSupported): This is a sweep job; Dockyard runs command jobs only (`type: command`)."]
     assert errors[5:7] == [f"{path}, document 4 failed", "Error (InvalidDocument): A document must be a YAML mapping."]
     assert errors[-1] == "Error (ApplyFailed): 3 of 4 documents failed."
 

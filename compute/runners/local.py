@@ -84,11 +84,36 @@ def adopt(folder: Path, wait: float = 0.0) -> Process | None:
         except (FileNotFoundError, ValueError):
             pid = None
         if pid:
-            ticks = _start_ticks(pid)
+            # Only the wrapper started for this folder counts: after the run ended (or a reboot) the pid may be another's.
+            ticks = _start_ticks(pid) if _is_wrapper_of(pid, folder) else None
             return Process(host(), pid, ticks if ticks is not None else -1, str(folder))
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.01)
+
+
+def _is_wrapper_of(pid: int, folder: Path) -> bool:
+    """The process is a wrapper started for `folder` (the folder is its last argument)."""
+    fields = _stat(pid)
+    if fields and fields[0] == "Z":
+        return int(fields[3]) == pid  # an ended session leader not reaped yet (a zombie shows no command line)
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    last = os.fsdecode(args[-2] if len(args) > 1 and args[-1] == b"" else args[-1])
+    return last == str(folder) or os.path.realpath(last) == os.path.realpath(folder)
+
+
+def _owns_group(process: Process) -> bool:
+    """The group with the run's pid as id is still the run's.
+
+    Its leader is the wrapper we started (alive or a zombie), or the leader is gone: a pid is not given out again while
+    a group still uses it as id, so what is left in the group is what the run left behind. A leader with another start
+    tick took over the pid after the whole group had ended: that group is someone else's.
+    """
+    ticks = _start_ticks(process.pid)
+    return ticks is None or ticks == process.start_ticks
 
 
 def is_running(process: Process) -> bool:
@@ -124,6 +149,8 @@ def exit_code(process: Process) -> int | None:
 def kill_group(process: Process, grace: float = 3.0) -> None:
     """SIGTERM the whole group, then SIGKILL whatever is still there after `grace` seconds."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 1.0)):
+        if not _owns_group(process):
+            return  # the run's group ended and its pid was given to another process since
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:

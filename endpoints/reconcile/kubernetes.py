@@ -9,7 +9,6 @@ from compute.selectors import instance_type_get
 from jobs.podstatus import pending_reason
 
 from ..manifests import (
-    CONTAINER,
     HTTPROUTE_API,
     HTTPROUTE_CRD,
     deployment_manifest,
@@ -30,14 +29,18 @@ def _names(deployment: OnlineDeployment) -> tuple[str, str]:
 
 
 def render(deployment: OnlineDeployment) -> list[dict]:
-    """Service, Deployment and (for target_utilization) the HPA; with an HPA the replica count is the HPA's."""
+    """Service, Deployment and (for target_utilization) the HPA; with an HPA the replica count is the HPA's.
+
+    With an HPA the Deployment leaves `replicas` out: a forced apply of it would take the field back from the HPA
+    on every reconcile and undo its scaling (the Kubernetes docs' advice for HPA targets).
+    """
     endpoint = deployment.endpoint
     namespace, name = _names(deployment)
     row = instance_type_get(compute=endpoint.compute, name=deployment.instance_type)
     selector = row["effective_node_selector"] if row else {}
     scale = deployment.spec["scale_settings"]
     common = {"name": name, "namespace": namespace, "workspace": endpoint.workspace.name, "endpoint": endpoint.name}
-    replicas = scale["min_instances"] if scale["type"] == "target_utilization" else deployment.instance_count
+    replicas = None if scale["type"] == "target_utilization" else deployment.instance_count
     manifests = [
         service_manifest(**common, deployment=deployment.name),
         deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources, node_selector=selector, replicas=replicas),
@@ -61,14 +64,15 @@ def reconcile_kube_deployment(deployment: OnlineDeployment) -> float | None:
     """Apply the objects, then read the rollout: Succeeded when every replica of this generation is available."""
     conn = connection_for(deployment.endpoint.compute)
     manifests = render(deployment)
+    if deployment.spec["scale_settings"]["type"] == "default":
+        # Before the Deployment: an HPA left from target_utilization would clamp the new replica count to its bounds.
+        namespace, name = _names(deployment)
+        kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
     try:
         live = [kube.apply(conn, manifest) for manifest in manifests]
     except kube.KubeRejected as exc:
         record_status(deployment, ProvisioningState.FAILED, [problem("Rejected", f"The cluster refused the deployment: {exc}")], manifests=manifests)
         return None
-    if deployment.spec["scale_settings"]["type"] == "default":
-        namespace, name = _names(deployment)
-        kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
     pods = kube.list_objects(conn, "v1", "Pod", live[1]["metadata"]["namespace"], f"dockyard.dev/online-deployment={live[1]['metadata']['name']}")
     state, errors, status = observe_rollout(live[1], pods, deployment)
     record_status(deployment, state, errors, status=status, manifests=manifests)
@@ -94,22 +98,9 @@ def observe_rollout(live: dict, pods: list[dict], deployment: OnlineDeployment) 
     _, reason = pending_reason(waiting or pods, (spec.get("template") or {}).get("spec", {}).get("nodeSelector") or {})
     if not pods:
         reason = "Waiting for the Deployment's pods to be created."
-    state = ProvisioningState.UPDATING if deployment.observed_generation else ProvisioningState.CREATING
+    # A first rollout stays Creating until it succeeds (observed_generation is written on every look, so it cannot say).
+    state = ProvisioningState.CREATING if deployment.provisioning_state == ProvisioningState.CREATING else ProvisioningState.UPDATING
     return state, [], {**summary, "state": "RollingOut", "reason": reason}
-
-
-def kube_logs(deployment: OnlineDeployment, lines: int) -> str:
-    """The last lines of each replica's server log."""
-    conn = connection_for(deployment.endpoint.compute)
-    namespace, name = _names(deployment)
-    parts = []
-    for pod in kube.list_objects(conn, "v1", "Pod", namespace, f"dockyard.dev/online-deployment={name}"):
-        try:
-            text = kube.pod_log(conn, namespace, pod["metadata"]["name"], CONTAINER, tail_lines=lines)
-        except kube.KubeRejected as exc:
-            text = f"(no log: {exc})"
-        parts.append(f"== {pod['metadata']['name']} ==\n{text.rstrip()}")
-    return "\n".join(parts)
 
 
 def reconcile_route(endpoint: OnlineEndpoint) -> dict:
@@ -125,7 +116,10 @@ def reconcile_route(endpoint: OnlineEndpoint) -> dict:
     mirror = next(((services[d], p) for d, p in endpoint.mirror_traffic.items() if p and d in services), None)
     manifest = httproute_manifest(name=name, namespace=namespace, workspace=endpoint.workspace.name, endpoint=endpoint.name,
                                   gateway=settings.DOCKYARD_GATEWAY, backends=backends, mirror=mirror)
-    live = kube.apply(conn, manifest)
+    try:
+        live = kube.apply(conn, manifest)
+    except kube.KubeRejected as exc:  # e.g. an older Gateway API without requestMirror.percent: say so, do not crash
+        return {"state": "Rejected", "reason": f"The cluster refused the HTTPRoute: {exc}", "manifest": manifest}
     parents = (live.get("status") or {}).get("parents") or []
     accepted = any(c.get("type") == "Accepted" and c.get("status") == "True" for p in parents for c in p.get("conditions") or [])
     return {"state": "Accepted" if accepted else "Pending", "reason": "" if accepted else f"Waiting for Gateway '{settings.DOCKYARD_GATEWAY}' to accept the route.",

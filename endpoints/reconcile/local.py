@@ -20,15 +20,15 @@ logger = logging.getLogger(__name__)
 
 LOOK_EVERY = 2.0
 MAX_BACKOFF = 60.0
-CRASHES_BEFORE_FAILED = 5
+CRASHES_BEFORE_FAILED = 5  # in a row
+HEALTHY_RESETS_AFTER = 60.0  # seconds of health after which earlier crashes no longer count
 SERVER_APP = "azureml_inference_server_http.server.entry:app"
 # What the server inherits from the worker's environment: never the worker's secrets.
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME")
 
 
 def folder_of(deployment: OnlineDeployment) -> Path:
-    endpoint = deployment.endpoint
-    return Path(settings.DOCKYARD_DEPLOYMENT_DIR) / endpoint.workspace.name / endpoint.name / deployment.name
+    return deployment.local_folder
 
 
 def _free_port() -> int:
@@ -43,7 +43,7 @@ def _server_command(deployment: OnlineDeployment, port: int) -> str:
     request = deployment.spec["request_settings"]
     timeout = max(1, request["request_timeout_ms"] // 1000 + 1)
     args = [str(venv / "bin" / "gunicorn"), "-b", f"127.0.0.1:{port}", "-w", str(request["max_concurrent_requests_per_instance"]),
-            "--timeout", str(timeout), "--access-logfile", "-", SERVER_APP]
+            "--timeout", str(timeout), "--access-logfile", "-", "--no-control-socket", SERVER_APP]
     return "exec " + shlex.join(args)
 
 
@@ -56,6 +56,8 @@ def _environment(deployment: OnlineDeployment, folder: Path) -> dict[str, str]:
         env["AZUREML_ENTRY_SCRIPT"] = str(Path(code["code"]).resolve() / code["scoring_script"])
     if spec.get("model"):
         env["AZUREML_MODEL_DIR"] = str(Path(spec["model"]["path"]).resolve())
+    # The server's own limit on run(); its default is an hour.
+    env["SCORING_TIMEOUT_MS"] = str(spec["request_settings"]["request_timeout_ms"])
     env.update(spec.get("environment_variables") or {})
     return env
 
@@ -105,6 +107,8 @@ def _start(deployment: OnlineDeployment) -> float:
     deployment.runner = {**process.as_dict(), "port": port, "generation": deployment.generation,
                          "started": time.time(), "restarts": deployment.runner.get("restarts", 0)}
     deployment.save(update_fields=["runner", "updated_at"])
+    if deployment.provisioning_state == ProvisioningState.FAILED:
+        return 1.0  # crash-looping: stays Failed (with its reason) until a start succeeds
     state = ProvisioningState.UPDATING if deployment.observed_generation else ProvisioningState.CREATING
     record_status(deployment, state, [], status=_status(deployment, "Starting", 0))
     return 1.0
@@ -118,6 +122,9 @@ def _status(deployment: OnlineDeployment, state: str, ready: int, reason: str = 
 def _probe(deployment: OnlineDeployment, process: runner.Process) -> float:
     liveness = deployment.spec["liveness_probe"]
     if _healthy(deployment.runner["port"], liveness["timeout"]):
+        if deployment.runner.get("restarts") and time.time() - deployment.runner.get("started", 0) > HEALTHY_RESETS_AFTER:
+            deployment.runner = {**deployment.runner, "restarts": 0}  # crashes count "in a row": a healthy spell ends the row
+            deployment.save(update_fields=["runner", "updated_at"])
         record_status(deployment, ProvisioningState.SUCCEEDED, [], status=_status(deployment, "Running", 1))
         return LOOK_EVERY
     grace = liveness["initial_delay"] + liveness["period"] * liveness["failure_threshold"]
@@ -149,11 +156,3 @@ def _last_lines(process: runner.Process, count: int) -> str:
     except OSError:
         return ""
     return " | ".join(line for line in text.splitlines()[-count:] if line.strip())
-
-
-def local_logs(deployment: OnlineDeployment, lines: int) -> str:
-    try:
-        text = (folder_of(deployment) / runner.LOG_FILE).read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])

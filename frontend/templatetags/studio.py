@@ -4,6 +4,7 @@ import json
 from django import template
 
 from compute.choices import ComputeType, ProvisioningState
+from jobs.choices import JobStatus, Target
 from workspaces import selectors
 
 register = template.Library()
@@ -14,6 +15,15 @@ STATE_STYLES = {
     ProvisioningState.UPDATING: ("primary", "arrow-repeat"),
     ProvisioningState.FAILED: ("danger", "x-octagon-fill"),
     ProvisioningState.DELETING: ("secondary", "trash3"),
+    # Job statuses: grey before anything happens, amber while waiting, blue while at work, then the outcome.
+    JobStatus.NOT_STARTED: ("secondary", "clock"),
+    JobStatus.QUEUED: ("warning", "hourglass-split"),
+    JobStatus.STARTING: ("info", "rocket-takeoff"),
+    JobStatus.RUNNING: ("primary", "arrow-repeat"),
+    JobStatus.CANCEL_REQUESTED: ("warning", "slash-circle"),
+    JobStatus.COMPLETED: ("success", "check-circle-fill"),
+    JobStatus.FAILED: ("danger", "x-octagon-fill"),
+    JobStatus.CANCELED: ("secondary", "slash-circle"),
 }
 ACTION_STYLES = {"create": "success", "update": "primary", "delete": "danger", "action": "secondary"}
 
@@ -84,9 +94,41 @@ def change_rows(changes: dict) -> list[tuple[str, str]]:
     return rows
 
 
-
 @register.filter
 def item(mapping, key: str):
     """mapping[key] for keys a template cannot spell, such as nvidia.com/gpu; None when absent."""
     return mapping.get(key) if isinstance(mapping, dict) else None
 
+
+@register.filter
+def duration(seconds) -> str:
+    """Seconds as a person reads a run time: 42s, 3m 05s, 2h 01m, 1d 04h; nothing as an em dash."""
+    if seconds is None:
+        return "—"
+    seconds = int(seconds)
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+@register.filter
+def placement(job) -> str:
+    """Where a job runs in a few words: local, its compute, or serverless and where placement put it."""
+    if job.target == Target.LOCAL:
+        return "local"
+    # List rows carry the compute's name (one query for the page); a single job has the compute itself.
+    compute = job.compute_ref if hasattr(job, "compute_ref") else (job.compute.name if job.compute_id else None)
+    if job.target == Target.SERVERLESS:
+        return f"serverless → {compute}" if compute else "serverless (not placed yet)"
+    return compute or f"{job.compute_name} (removed)"
+
+
+@register.filter
+def status_alert(status: str) -> str:
+    """The alert colour of a status reason worth stopping at (failed, waiting); "" for the rest, shown as plain text."""
+    return {JobStatus.FAILED: "danger", JobStatus.QUEUED: "warning"}.get(status, "")

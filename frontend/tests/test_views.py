@@ -191,9 +191,7 @@ def test_workspace_errors_are_shown_inline(owner_client, workspace, name, messag
     assert Workspace.objects.count() == 1
 
 
-def test_jobs_and_endpoints_are_honest_empty_states(client_as, workspace):
-    jobs = text(client_as("reader").get("/w/team-a/jobs/"))
-    assert "Command jobs arrive in a coming release" in jobs and "/api/v1/workspaces/team-a/jobs/" in jobs
+def test_endpoints_are_an_honest_empty_state(client_as, workspace):
     endpoints = text(client_as("reader").get("/w/team-a/endpoints/"))
     assert "/api/v1/workspaces/team-a/online-endpoints/" in endpoints
 

@@ -59,9 +59,3 @@ def coming_soon(nav: str, title: str, what: str, api_path: str):
         return render(request, "frontend/coming_soon.html", context)
 
     return view
-
-
-jobs = coming_soon("jobs", "Jobs", "Command jobs arrive in a coming release", "/api/v1/workspaces/{ws}/jobs/")
-endpoints = coming_soon(
-    "endpoints", "Endpoints", "Online endpoints arrive in a coming release", "/api/v1/workspaces/{ws}/online-endpoints/"
-)

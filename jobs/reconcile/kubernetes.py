@@ -1,8 +1,9 @@
 """Kubernetes jobs: submit the Job once (deterministic name), observe Jobs and pods per compute, fetch logs, stop."""
 import logging
 
-from compute import kube
+from compute import kube, shapes
 from compute.manifests import GPU, managed_selector
+from compute.models import InstanceType
 from compute.reconcile.computes import connection_for
 from compute.selectors import instance_type_get
 
@@ -10,7 +11,7 @@ from ..choices import ACTIVE, JobStatus
 from ..manifests import CONTAINER, job_manifests, kube_job_name
 from ..models import Job
 from ..podstatus import observe, rank_of
-from .status import append_lines, save, transition
+from .status import append_lines, generation_seen, save, transition
 
 logger = logging.getLogger(__name__)
 
@@ -27,9 +28,26 @@ def _shape(row: dict) -> dict:
     return {"requests": dict(row["resources"]["requests"]), "limits": limits, "gpu": gpu}
 
 
+def _instance_type(compute, name: str) -> dict | None:
+    """The part of `instance_type_get`'s row a submit reads: the same record (or built-in default), its resources and
+    effective node selector; without the rest of the row (fit on every node of the cluster, CR, drift), so a submit
+    costs the same on 3 nodes and on 300 (the whole row was 2-3 ms of CPU per job on 2 nodes)."""
+    if not name:
+        return instance_type_get(compute=compute, name=name)  # (no name: the selector's own rule, whatever it is)
+    record = InstanceType.objects.filter(cluster_id=compute.cluster_id, name=name).first() if compute.cluster_id else None
+    if record is not None:  # as compute.selectors builds a record's shape
+        shape = shapes.Shape(record.name, record.node_selector, record.requests, record.limits, record.gpu)
+    elif name == shapes.DEFAULT_NAME:
+        shape = shapes.DEFAULT_SHAPE
+    else:
+        return None
+    selector = shapes.effective_selector(shape, compute.properties.get("node_selector") or {})
+    return {"resources": shape.resources(), "effective_node_selector": selector}
+
+
 def render(job: Job) -> list[dict] | None:
     """The manifests for a placed job (None when its instance type is gone)."""
-    row = instance_type_get(compute=job.compute, name=job.instance_type)
+    row = _instance_type(job.compute, job.instance_type)
     if row is None:
         return None
     return job_manifests(
@@ -43,18 +61,33 @@ def submit_kubernetes(job: Job) -> None:
     manifests = render(job)
     if manifests is None:
         reason = f"The instance type '{job.instance_type}' no longer exists on compute '{job.compute.name}'."
-        save(job, transition(job, JobStatus.FAILED, reason))
+        save(job, transition(job, JobStatus.FAILED, reason) + generation_seen(job))
         return
     conn = connection_for(job.compute)
+    applied = []
     try:
         for manifest in manifests:
             kube.apply(conn, manifest)
+            applied.append(manifest)
     except kube.KubeRejected as exc:
-        save(job, transition(job, JobStatus.FAILED, f"The cluster refused the job: {exc}") + _remember(job, manifests))
+        _remove(conn, applied)  # a refused Job leaves no headless Service behind
+        save(job, transition(job, JobStatus.FAILED, f"The cluster refused the job: {exc}") + _remember(job, manifests)
+             + generation_seen(job))
         return
     name = manifests[-1]["metadata"]["name"]
     fields = _remember(job, manifests, submitted=True)
-    save(job, fields + transition(job, JobStatus.QUEUED, f"Submitted as Job {name}; waiting for its pods to be scheduled."))
+    # The submit ends the reconcile step: the generation goes in the same UPDATE (reconcile_job then has nothing to add).
+    save(job, fields + transition(job, JobStatus.QUEUED, f"Submitted as Job {name}; waiting for its pods to be scheduled.")
+         + generation_seen(job))
+
+
+def _remove(conn: kube.Connection, manifests: list[dict]) -> None:
+    for manifest in manifests:
+        try:
+            kube.delete(conn, manifest["apiVersion"], manifest["kind"], manifest["metadata"]["name"],
+                        manifest["metadata"]["namespace"])
+        except kube.KubeError as exc:  # the labels let an admin find it; the job's failure is what matters here
+            logger.warning("Could not remove %s %s of a refused job: %s", manifest["kind"], manifest["metadata"]["name"], exc)
 
 
 def _remember(job: Job, manifests: list[dict], submitted: bool = False) -> list[str]:
@@ -106,6 +139,10 @@ def apply_observation(job: Job, observed, pods: list[dict], conn=None) -> None:
         collect_logs(job, conn or connection_for(job.compute), pods)
     except kube.KubeRejected as exc:
         logger.info("Logs of %s not fetched: %s", job.name, exc)
+    except kube.KubeTransient as exc:
+        # Status and logs wait for the next look together: a job must not end with its last lines unread.
+        logger.info("Logs of %s not fetched this time: %s", job.name, exc)
+        return
     when = _parse_time(observed.started_at) if observed.started_at else None
     fields = transition(job, observed.status, observed.reason, exit_code=observed.exit_code)
     if observed.status in (JobStatus.RUNNING, JobStatus.COMPLETED, JobStatus.FAILED) and when and job.start_time is None:
@@ -125,19 +162,25 @@ def collect_logs(job: Job, conn: kube.Connection, pods: list[dict]) -> None:
     marks = dict(job.runner.get("pods") or {})
     several = len(pods) > 1 or job.spec.get("resources", {}).get("instance_count", 1) > 1
     changed = False
-    for pod in pods:
-        name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
-        mark = marks.get(name, {})
-        if mark.get("done") or phase not in ("Running", "Succeeded", "Failed"):
-            continue
-        text = kube.pod_log(conn, job.runner["namespace"], name, CONTAINER, _since(mark.get("since")))
-        lines, mark = _new_lines(text, mark)
-        append_lines(job, [(f"rank-{rank_of(pod)}" if several else "", line) for line in lines])
-        marks[name] = {**mark, "done": phase != "Running"}
-        changed = True
-    if changed:
-        job.runner = {**job.runner, "pods": marks}
-        job.save(update_fields=["runner", "updated_at"])
+    try:
+        for pod in pods:
+            name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
+            mark = marks.get(name, {})
+            if mark.get("done") or phase not in ("Running", "Succeeded", "Failed"):
+                continue
+            try:
+                text = kube.pod_log(conn, job.runner["namespace"], name, CONTAINER, _since(mark.get("since")))
+            except kube.KubeRejected as exc:  # this pod's log is gone or refused: the other ranks' are still read
+                logger.info("Log of pod %s of %s not fetched: %s", name, job.name, exc)
+                continue
+            lines, mark = _new_lines(text, mark)
+            append_lines(job, [(f"rank-{rank_of(pod)}" if several else "", line) for line in lines])
+            marks[name] = {**mark, "done": phase != "Running"}
+            changed = True
+    finally:  # the marks of the pods read so far go with their lines, even when a later pod's read fails
+        if changed:
+            job.runner = {**job.runner, "pods": marks}
+            job.save(update_fields=["runner", "updated_at"])
 
 
 def _since(stamp: str | None) -> str | None:

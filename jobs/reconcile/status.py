@@ -35,6 +35,14 @@ def transition(job: Job, status: str, reason: str = "", *, exit_code: int | None
     return changed
 
 
+def generation_seen(job: Job) -> list[str]:
+    """The step acted on the job's current generation: record it with the step's own write (unsaved, like transition)."""
+    if job.observed_generation == job.generation:
+        return []
+    job.observed_generation = job.generation
+    return ["observed_generation"]
+
+
 def save(job: Job, fields: list[str]) -> None:
     if fields:
         job.save(update_fields=sorted(set(fields) | {"updated_at"}))

@@ -7,6 +7,7 @@ import random
 
 from . import prepare
 from .apply import server_side_apply, track_update
+from .catalog import RULE_CHECKS
 from .clock import Clock
 from .crds import prune, schema_errors, validate_crd
 from .errors import (
@@ -162,6 +163,7 @@ class Api:
         errors = validate(obj, rt, old)
         if rt.is_custom:
             errors += schema_errors(obj, rt.schema or {})
+            errors += RULE_CHECKS.get(rt.crd or "", lambda _: [])(obj)  # the CEL rules the fake knows (catalog.py)
         if rt.kind == "CustomResourceDefinition":
             errors += validate_crd(obj)
         seen = {e.field for e in errors}

@@ -81,9 +81,9 @@ def forbidden_message(user: User, verb: str, group: str, resource: str, subresou
     """How RBAC words a denial."""
     qualified = f"{resource}.{group}" if group else resource
     what = f'{qualified} "{name}"' if name else qualified
-    sub = f' subresource "{subresource}"' if subresource else ""
+    sub = f"/{subresource}" if subresource else ""  # the authorizer names a subresource "pods/log"
     where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-    return (f'{what} is forbidden: User "{user.name}" cannot {verb} resource "{resource}"{sub} '
+    return (f'{what} is forbidden: User "{user.name}" cannot {verb} resource "{resource}{sub}" '
             f'in API group "{group}"{where}')
 
 

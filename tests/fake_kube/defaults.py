@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 
 from .quantity import QuantityError, canonical
+from .validation.probes import default_probes
 
 DEFAULT_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
@@ -38,8 +39,13 @@ def container(c: dict) -> None:
     c.setdefault("terminationMessagePolicy", "File")
     c.setdefault("resources", {})
     canonical_quantities(c["resources"])
+    for var in c.get("env") or []:
+        ref = (var.get("valueFrom") or {}).get("fieldRef") if isinstance(var, dict) else None
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")  # SetDefaults_ObjectFieldSelector
     for port in c.get("ports") or []:
         port.setdefault("protocol", "TCP")
+    default_probes(c)
 
 
 def pod_spec(spec: dict) -> None:

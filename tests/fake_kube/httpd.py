@@ -11,11 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from . import deletion, discovery
+from . import proxy as service_proxy
 from .auth import access_review, forbidden_message
 from .errors import ApiError, method_not_allowed, not_served, unauthorized
 from .faults import RequestRecord
 from .request import Call
-from .subresources import limit_bytes, log_container, scale_of, select_lines, write_scale
+from .subresources import flag, limit_bytes, log_container, scale_of, select_lines, write_scale
 from .watch import watch_events
 
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")  # anonymous access, as with default RBAC
@@ -98,6 +99,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         kube = self.server.kube
+        if service_proxy.handles(self.path):
+            return service_proxy.serve(self)  # /api/v1/namespaces/{ns}/services/{name}[:{port}]/proxy/...
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"  # /version/ is /version
         query = dict(parse_qsl(url.query, keep_blank_values=True))
@@ -303,7 +306,7 @@ class Handler(BaseHTTPRequestHandler):
         key = (call.namespace, call.name, container)
         lines = kube.sim.kubelet.logs.get(key)
         text = "".join(line + "\n" for line in select_lines(lines, call.query, kube.clock.now()))
-        if call.query.get("follow") not in ("true", "1", "True"):
+        if not flag(call.query.get("follow")):
             self._send(200, limit_bytes(text, call.query), {}, record)
             return
         self._follow(call, record, key, text, len(lines))
@@ -320,8 +323,8 @@ class Handler(BaseHTTPRequestHandler):
                     logs.changed.wait(0.2)
                 lines = logs.get(key)
                 if len(lines) > sent:
-                    stamps = call.query.get("timestamps") in ("true", "1", "True")
-                    fresh = select_lines(lines[sent:], {"timestamps": "true" if stamps else ""}, kube.clock.now())
+                    stamps = flag(call.query.get("timestamps"))
+                    fresh = select_lines(lines[sent:], {"timestamps": "true"} if stamps else {}, kube.clock.now())
                     self._chunk("".join(line + "\n" for line in fresh).encode())
                     sent = len(lines)
                 pod = kube.store.get(("", "pods"), call.namespace, call.name)

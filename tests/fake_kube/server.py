@@ -10,7 +10,7 @@ import yaml
 
 from .api import Api
 from .auth import Auth, Rule
-from .catalog import httproute_crd
+from .catalog import DEFAULT_BUNDLE, httproute_crd
 from .clock import Clock
 from .deletion import delete_object
 from .faults import Faults, RequestLog
@@ -51,6 +51,7 @@ class FakeKube:
         if fault_rate:
             self.faults.add(fault_rate, fault_kinds, path=r"^/api")
         self.requests = RequestLog()
+        self.proxy_backends: dict[tuple[str, str], str] = {}  # (namespace, Service) -> URL of a real HTTP server
         self.server_errors: list[str] = []  # tracebacks of bugs in the fake (answered 500)
         self.reactive, self.tick = reactive, tick
         self.watch_timeout, self.bookmark_interval = watch_timeout, bookmark_interval
@@ -184,9 +185,20 @@ class FakeKube:
         """Events recorded in a namespace (about one object, with one reason)."""
         return self.sim.events.find(namespace, name, reason)
 
-    def install_gateway_api(self) -> dict:
-        """Install the HTTPRoute CRD (Gateway API standard channel) and let it become Established."""
-        created = self.create(httproute_crd())
+    def serve_service(self, namespace: str, name: str, url: str | None) -> None:
+        """Let the service proxy reach this Service's pods at `url` (a real HTTP server, e.g. on 127.0.0.1); None detaches.
+
+        Requests still need a ready pod behind the Service (else 503 "no endpoints available"); every ready pod
+        answers from the same server.
+        """
+        if url is None:
+            self.proxy_backends.pop((namespace, name), None)
+        else:
+            self.proxy_backends[(namespace, name)] = url.rstrip("/")
+
+    def install_gateway_api(self, bundle: str = DEFAULT_BUNDLE) -> dict:
+        """Install the HTTPRoute CRD (Gateway API standard channel, v1.3.0 or v1.2.0) and let it become Established."""
+        created = self.create(httproute_crd(bundle))
         self.advance(self.settings.crd_establish_delay)
         return created
 

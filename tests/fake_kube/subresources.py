@@ -1,19 +1,55 @@
 """Subresources with their own shapes: pods/log and the autoscaling/v1 Scale of workloads."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from .api import Api
 from .clock import parse_stamp
-from .errors import bad_request, not_found
+from .errors import FieldError, bad_request, forbidden, invalid, invalid_object, not_found
 from .patches import json_patch, merge_patch
 from .request import Call, parse_body
 from .selectors import selector_terms
 from .store import clone
 
+# The kubelet words the two image pull states itself (validateContainerLogStatus); other reasons are quoted as they are.
+WAITING_WORDS = {"ErrImagePull": "image can't be pulled", "ImagePullBackOff": "trying and failing to pull image"}
+
+
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+INTEGER_OPTIONS = ("sinceSeconds", "tailLines", "limitBytes")
+
+
+def flag(value: str | None) -> bool:
+    """A boolean query parameter as apimachinery converts it: absent, "0" and "false" are false, anything else true."""
+    return value is not None and value != "0" and value.lower() != "false"
+
+
+def check_log_options(call: Call) -> None:
+    """PodLogOptions as the apiserver decodes (400) and validates them (422) before it looks at the pod."""
+    query = call.query
+    for key in INTEGER_OPTIONS:
+        if key in query and not re.fullmatch(r"[+-]?\d+", query[key]):
+            raise bad_request(f'strconv.ParseInt: parsing "{query[key]}": invalid syntax')
+    if "sinceTime" in query and not RFC3339.fullmatch(query["sinceTime"]):
+        value = query["sinceTime"]
+        raise bad_request(f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse "{value}" as "2006"')
+    errors: list[FieldError] = []
+    if "tailLines" in query and int(query["tailLines"]) < 0:
+        errors.append(invalid("tailLines", int(query["tailLines"]), "must be greater than or equal to 0"))
+    if "limitBytes" in query and int(query["limitBytes"]) < 1:
+        errors.append(invalid("limitBytes", int(query["limitBytes"]), "must be greater than 0"))
+    if "sinceSeconds" in query and "sinceTime" in query:
+        errors.append(forbidden("", "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+    elif "sinceSeconds" in query and int(query["sinceSeconds"]) < 1:
+        errors.append(invalid("sinceSeconds", int(query["sinceSeconds"]), "must be greater than 0"))
+    if errors:
+        raise invalid_object("PodLogOptions", "", call.name or "", errors)
+
 
 def log_container(api: Api, call: Call) -> tuple[dict, str]:
     """The pod and container a log request is about (400s worded like the kubelet/apiserver)."""
+    check_log_options(call)
     pod = api.store.get(call.rt.key, call.namespace or "", call.name)
     if pod is None:
         raise not_found("pods", "", call.name)
@@ -33,6 +69,7 @@ def log_container(api: Api, call: Call) -> tuple[dict, str]:
     waiting = (statuses.get(container, {}).get("state") or {}).get("waiting")
     if waiting is not None or container not in statuses:
         reason = (waiting or {}).get("reason", "ContainerCreating")
+        reason = WAITING_WORDS.get(reason, reason)
         raise bad_request(f'container "{container}" in pod "{call.name}" is waiting to start: {reason}')
     return pod, container
 
@@ -43,12 +80,13 @@ def select_lines(lines: list, query: dict, now) -> list[str]:
     if query.get("sinceSeconds"):
         since = now - timedelta(seconds=int(query["sinceSeconds"]))
     elif query.get("sinceTime"):
-        since = parse_stamp(query["sinceTime"])
+        # The apiserver passes sinceTime on to the kubelet as RFC 3339 with whole seconds: a fraction is dropped.
+        since = parse_stamp(query["sinceTime"]).replace(microsecond=0)
     chosen = [(t, line) for t, line in lines if since is None or t >= since]
     if query.get("tailLines") not in (None, ""):
         tail = int(query["tailLines"])
         chosen = chosen[-tail:] if tail else []
-    stamps = query.get("timestamps") in ("true", "True", "1")
+    stamps = flag(query.get("timestamps"))
     return [(t.strftime("%Y-%m-%dT%H:%M:%S.%f000Z") + " " if stamps else "") + line for t, line in chosen]
 
 

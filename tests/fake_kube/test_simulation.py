@@ -250,3 +250,95 @@ def test_auto_mode_follows_the_wall_clock(make_fake_kube):
                 break
             time.sleep(0.05)
         assert _condition(job, "Complete")
+
+
+def test_image_pull_errors_cycle_like_the_kubelet(fake_kube, core, batch):
+    plan = fake_kube.plan_pods(labels={"app": "nosuch"}, image_pull_error="ErrImagePull")
+    batch.create_namespaced_job("default", job_manifest("nosuch", image="nosuch:1.0"))
+    fake_kube.advance(1)
+    pod = _pods(core, "nosuch")[0]
+    name, waiting = pod.metadata.name, pod.status.container_statuses[0].state.waiting
+    error = ('rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nosuch:1.0": '
+             'failed to resolve reference "docker.io/library/nosuch:1.0": docker.io/library/nosuch:1.0: not found')
+    assert pod.status.phase == "Pending" and _condition(pod, "PodScheduled").status == "True"
+    assert (waiting.reason, waiting.message) == ("ErrImagePull", error)
+    assert (_condition(pod, "Ready").status, _condition(pod, "Ready").reason) == ("False", "ContainersNotReady")
+    code, body = status_of(core.read_namespaced_pod_log, name, "default")
+    assert code == 400 and body["message"] == f'container "main" in pod "{name}" is waiting to start: image can\'t be pulled'
+    events = {(e["type"], e["reason"], e["message"]) for e in fake_kube.events("default", name)}
+    assert {("Normal", "Pulling", 'Pulling image "nosuch:1.0"'),
+            ("Warning", "Failed", f'Failed to pull image "nosuch:1.0": {error}'),
+            ("Warning", "Failed", "Error: ErrImagePull")} <= events
+
+    fake_kube.advance(1)  # the pod worker's next sync finds the pull backing off
+    waiting = core.read_namespaced_pod(name, "default").status.container_statuses[0].state.waiting
+    assert (waiting.reason, waiting.message) == ("ImagePullBackOff", f'Back-off pulling image "nosuch:1.0": ErrImagePull: {error}')
+    code, body = status_of(core.read_namespaced_pod_log, name, "default")
+    assert body["message"].endswith("is waiting to start: trying and failing to pull image")
+    assert fake_kube.events("default", name, "BackOff")[0]["message"] == 'Back-off pulling image "nosuch:1.0"'
+
+    fake_kube.advance(9)  # retried 10 s after the first attempt: ErrImagePull again, then a 20 s back-off
+    pod = core.read_namespaced_pod(name, "default")
+    assert pod.status.container_statuses[0].state.waiting.reason == "ErrImagePull"
+    assert [e for e in fake_kube.events("default", name, "Failed") if e["message"] == "Error: ErrImagePull"][0]["count"] == 2
+    fake_kube.advance(15)
+    assert core.read_namespaced_pod(name, "default").status.container_statuses[0].state.waiting.reason == "ImagePullBackOff"
+
+    plan.image_pull_error = None  # the image was pushed: the next attempt pulls it
+    fake_kube.advance(10)
+    pod = core.read_namespaced_pod(name, "default")
+    assert pod.status.phase == "Running" and pod.status.container_statuses[0].state.running
+    assert batch.read_namespaced_job("nosuch", "default").status.active == 1
+
+
+def test_image_pull_backoff_plan_is_first_seen_backing_off(fake_kube, core, batch):
+    fake_kube.plan_pods(labels={"app": "private"}, image_pull_error="ImagePullBackOff",
+                        image_pull_message="failed to authorize: 401 Unauthorized")
+    batch.create_namespaced_job("default", job_manifest("private", image="registry.example.com/team/app:2"))
+    fake_kube.advance(1)
+    pod = _pods(core, "private")[0]
+    waiting = pod.status.container_statuses[0].state.waiting
+    assert (pod.status.phase, waiting.reason) == ("Pending", "ImagePullBackOff")
+    assert waiting.message == ('Back-off pulling image "registry.example.com/team/app:2": ErrImagePull: '
+                               "failed to authorize: 401 Unauthorized")
+    assert fake_kube.events("default", pod.metadata.name, "Pulling")
+    with pytest.raises(ValueError):
+        fake_kube.plan_pods(image_pull_error="ErrImgPull")
+
+
+@pytest.mark.parametrize("image, reference", [
+    ("busybox", "docker.io/library/busybox:latest"),
+    ("pytorch/pytorch:2.3.0", "docker.io/pytorch/pytorch:2.3.0"),
+    ("ghcr.io/org/train:v1", "ghcr.io/org/train:v1"),
+    ("localhost:5000/train", "localhost:5000/train:latest"),
+    ("python@sha256:abc", "docker.io/library/python@sha256:abc"),
+])
+def test_image_references_are_qualified_like_containerd(image, reference):
+    from tests.fake_kube.simulation.kubelet import image_reference
+
+    assert image_reference(image) == reference
+
+
+def _raw_log(kube_api, name, query):
+    """GET .../log with any query (the Python client has no sinceTime parameter)."""
+    response = kube_api.call_api(f"/api/v1/namespaces/default/pods/{name}/log", "GET", query_params=query,
+                                 auth_settings=["BearerToken"], _preload_content=False)
+    return (response[0] if isinstance(response, tuple) else response).data.decode()
+
+
+def test_log_options_are_decoded_and_validated_like_the_apiserver(fake_kube, kube_api, core, batch):
+    fake_kube.plan_pods(labels={"app": "opts"}, logs="one")
+    batch.create_namespaced_job("default", job_manifest("opts"))
+    fake_kube.advance(1)
+    name = _pods(core, "opts")[0].metadata.name
+    both = [("sinceSeconds", "5"), ("sinceTime", "2024-01-01T00:00:00Z")]
+    code, body = status_of(_raw_log, kube_api, name, both)
+    assert code == 422 and body["message"] == (f'PodLogOptions "{name}" is invalid: : Forbidden: at most one of '
+                                               "`sinceTime` or `sinceSeconds` may be specified")
+    code, body = status_of(core.read_namespaced_pod_log, name, "default", tail_lines=-1)
+    assert code == 422 and body["details"]["causes"][0]["field"] == "tailLines"
+    code, body = status_of(_raw_log, kube_api, name, [("sinceTime", "yesterday")])
+    assert code == 400 and body["message"].startswith('parsing time "yesterday"')
+    stamp = _log(core, name, timestamps=True).split(" ")[0]
+    assert _raw_log(kube_api, name, [("sinceTime", stamp[:19] + ".999Z")]) == "one\n"  # the fraction is dropped
+    assert _raw_log(kube_api, name, [("timestamps", "yes")]).startswith(stamp)  # any value but 0/false is true

@@ -190,3 +190,59 @@ def test_valid_manifests_are_accepted(kube_dynamic, manifest):
     created = resource.create(body=manifest, namespace="default")
     assert created.metadata.uid
     assert isinstance(kube_dynamic, DynamicClient)
+
+
+INDEX_ENV = {"name": "RANK", "valueFrom": {"fieldRef": {
+    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+
+
+@pytest.mark.parametrize("env", [
+    INDEX_ENV,
+    {"name": "NODE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}},
+    {"name": "INDEX", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}},
+    {"name": "my.setting-1", "value": "x"},  # relaxed names (GA in 1.34)
+])
+def test_env_sources_the_real_server_accepts(batch, env):
+    job = job_manifest("env-ok", completionMode="Indexed", completions=2, parallelism=2)
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [env]
+    kubernetes_validate.validate(job, "1.36", strict=True)
+    created = batch.create_namespaced_job("default", job)
+    assert created.spec.template.spec.containers[0].env[0].name == env["name"]
+    if "valueFrom" in env:
+        assert created.spec.template.spec.containers[0].env[0].value_from.field_ref.api_version == "v1"
+
+
+@pytest.mark.parametrize("env, field, words", [
+    ({"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels"}}},
+     "spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath", 'Unsupported value: "metadata.labels"'),
+    ({"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}},
+     "spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath", 'Unsupported value: "status.phase"'),
+    ({"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "spec.hostname"}}},
+     "spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath", "field label not supported: spec.hostname"),
+    ({"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "spec.containers['main']"}}},
+     "spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath", "does not support subscript"),
+    ({"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['bad key']"}}},
+     "spec.template.spec.containers[0].env[0].valueFrom.fieldRef", "must consist of alphanumeric characters"),
+    ({"name": "RANK", "value": "0", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+     "spec.template.spec.containers[0].env[0].valueFrom", "may not be specified when `value` is not empty"),
+    ({"name": "RANK", "valueFrom": {}},
+     "spec.template.spec.containers[0].env[0].valueFrom", "must specify one of"),
+    ({"name": "A=B", "value": "1"}, "spec.template.spec.containers[0].env[0].name", "other than '='"),
+])
+def test_env_sources_the_real_server_refuses(batch, env, field, words):
+    job = job_manifest("env-bad")
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [env]
+    code, body = status_of(batch.create_namespaced_job, "default", job)
+    _invalid(code, body, field, words)
+
+
+def test_indexed_jobs_need_dns_label_hostnames_and_bounded_parallelism(batch):
+    name = "j" * 61
+    job = job_manifest(name, completionMode="Indexed", completions=11, parallelism=1)
+    code, body = status_of(batch.create_namespaced_job, "default", job)
+    _invalid(code, body, "metadata.name", f"will not able to create pod with invalid DNS label: {name}-10")
+    ok = job_manifest(name, completionMode="Indexed", completions=10, parallelism=1)
+    assert batch.create_namespaced_job("default", ok).metadata.name == name  # <name>-9 is 63 characters
+    wide = job_manifest("wide", completionMode="Indexed", completions=100_001, parallelism=100_001)
+    code, body = status_of(batch.create_namespaced_job, "default", wide)
+    _invalid(code, body, "spec.parallelism", "must be less than or equal to 100000 when completion mode is Indexed")

@@ -10,11 +10,12 @@ from ..errors import ApiError
 from ..request import Call
 from ..resources import ResourceType
 from ..store import clone
-from . import cluster, housekeeping, jobs, kubelet, workloads
+from . import autoscaling, cluster, housekeeping, jobs, kubelet, workloads
 from .events import EventRecorder
 
 CONTROLLERS = (housekeeping.establish_crds, housekeeping.namespaces, housekeeping.garbage_collect,
-               housekeeping.orphaned_pods, housekeeping.bind_claims, workloads.deployments, workloads.replicasets, workloads.statefulsets,
+               housekeeping.orphaned_pods, housekeeping.bind_claims, autoscaling.horizontal_pod_autoscalers,
+               workloads.deployments, workloads.replicasets, workloads.statefulsets,
                jobs.jobs, cluster.schedule, kubelet.run_pods, jobs.jobs, workloads.replicasets,
                workloads.deployments, workloads.statefulsets)
 MAX_PASSES = 8

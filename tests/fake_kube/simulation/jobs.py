@@ -55,9 +55,10 @@ def _pod_for(job: dict, index: int | None) -> dict:
         pod_meta["annotations"][INDEX_KEY] = str(index)
         pod_meta["labels"][INDEX_KEY] = str(index)
         spec.setdefault("hostname", f"{name}-{index}")
-        for c in spec.get("containers") or []:
-            c.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
-                "fieldPath": f"metadata.labels['{INDEX_KEY}']"}}})
+        for c in spec.get("containers") or []:  # addCompletionIndexEnvVariable: from the annotation, unless set
+            if not any(var.get("name") == "JOB_COMPLETION_INDEX" for var in c.get("env") or []):
+                c.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                    "apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}})
     if not pod_meta["annotations"]:
         del pod_meta["annotations"]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}

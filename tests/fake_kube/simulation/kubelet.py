@@ -8,6 +8,11 @@ from datetime import datetime, timedelta
 from ..clock import stamp
 from ..store import clone
 
+PULL_BACKOFF, PULL_BACKOFF_MAX = 10.0, 300.0  # the kubelet's image pull back-off: 10 s, doubling, capped at 5 min
+RESYNC_SECONDS = 1.0  # a failed pull's ErrImagePull turns into ImagePullBackOff at the pod worker's next sync
+PULL_STATES = ("ErrImagePull", "ImagePullBackOff")
+CRASH_BACKOFF, CRASH_BACKOFF_MAX = 10.0, 300.0  # the kubelet's crash loop back-off: 10 s, doubling, capped at 5 min
+
 
 @dataclass
 class PodPlan:
@@ -20,6 +25,14 @@ class PodPlan:
     message: str | None = None
     ready: bool = True
     logs: str | dict | None = None  # text for the first container, or {container: text}
+    # The image cannot be pulled: "ErrImagePull" (first seen failing) or "ImagePullBackOff" (first seen backing off).
+    # Set it to None on the returned plan (the image was pushed) and the next pull attempt starts the containers.
+    image_pull_error: str | None = None
+    image_pull_message: str | None = None  # the runtime's error; default: containerd's "not found" for the image
+
+    def __post_init__(self):
+        if self.image_pull_error not in (None, *PULL_STATES):
+            raise ValueError(f"image_pull_error must be one of {PULL_STATES}, not {self.image_pull_error!r}")
 
 
 @dataclass
@@ -48,6 +61,12 @@ class PodRun:
     start_at: datetime | None
     finish_at: datetime | None = None
     started: bool = False
+    failed_pulls: int = 0
+    backoff_at: datetime | None = None  # when the last failed pull shows as ImagePullBackOff
+    pull_error: str = ""
+    crashes: int = 0  # container exits under restartPolicy Always/OnFailure: the crash loop back-off grows with them
+    restarts: int = 0
+    last_state: dict | None = None  # the previous run's `terminated`, kept as lastState
 
 
 class Logs:
@@ -107,21 +126,57 @@ class Kubelet:
 
     def next_due(self) -> datetime | None:
         """The next start or finish moment."""
-        moments = [m for run in self.runs.values() for m in (None if run.started else run.start_at, run.finish_at)
-                   if m is not None]
+        moments = [m for run in self.runs.values()
+                   for m in (None if run.started else run.start_at, run.finish_at, run.backoff_at) if m is not None]
         return min(moments) if moments else None
 
     def start(self, pod: dict) -> None:
-        """Containers start: Running (and Ready unless the plan says otherwise)."""
+        """Containers start: Running (and Ready unless the plan says otherwise); or the image pull fails."""
         run = self.runs[pod["metadata"]["uid"]]
-        run.started = True
+        if run.plan.image_pull_error:
+            self._pull_failed(pod, run)
+            return
+        run.started, run.backoff_at = True, None
         now = self.sim.now()
         if run.plan.run_seconds is not None:
             run.finish_at = now + timedelta(seconds=run.plan.run_seconds)
         self._write_logs(pod, run.plan)
         self.sim.events.record(pod, "Started", f"Started container {pod['spec']['containers'][0]['name']}",
                                component="kubelet")
-        self._running(pod, run.plan.ready, restarts=0)
+        self._running(pod, run.plan.ready, restarts=run.restarts)
+
+    def _pull_failed(self, pod: dict, run: PodRun) -> None:
+        """A pull attempt fails (events Pulling, Failed x2; waiting ErrImagePull); the next one waits out the back-off."""
+        now, image = self.sim.now(), pod["spec"]["containers"][0].get("image", "")
+        run.pull_error = run.plan.image_pull_message or not_found_message(image)
+        run.failed_pulls += 1
+        run.start_at = now + timedelta(seconds=min(PULL_BACKOFF * 2 ** (run.failed_pulls - 1), PULL_BACKOFF_MAX))
+        run.backoff_at = now + timedelta(seconds=RESYNC_SECONDS)
+        self.sim.events.record(pod, "Pulling", f'Pulling image "{image}"', component="kubelet")
+        self.sim.events.record(pod, "Failed", f'Failed to pull image "{image}": {run.pull_error}', "Warning", "kubelet")
+        self.sim.events.record(pod, "Failed", "Error: ErrImagePull", "Warning", "kubelet")
+        self._waiting(pod, "ErrImagePull", run.pull_error)
+        if run.failed_pulls == 1 and run.plan.image_pull_error == "ImagePullBackOff":
+            self.back_off(self.sim.store.get(("", "pods"), pod["metadata"]["namespace"], pod["metadata"]["name"]))
+
+    def back_off(self, pod: dict) -> None:
+        """Between pull attempts: waiting ImagePullBackOff, whose message keeps the last pull's error (kubelet >= 1.32)."""
+        run = self.runs[pod["metadata"]["uid"]]
+        run.backoff_at = None
+        image = pod["spec"]["containers"][0].get("image", "")
+        self.sim.events.record(pod, "BackOff", f'Back-off pulling image "{image}"', component="kubelet")
+        self.sim.events.record(pod, "Failed", "Error: ImagePullBackOff", "Warning", "kubelet")
+        self._waiting(pod, "ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {run.pull_error}')
+
+    def _waiting(self, pod: dict, reason: str, message: str) -> None:
+        new = clone(pod)
+        status = new["status"]
+        status["conditions"] = _conditions(status.get("conditions") or [], {
+            "PodReadyToStartContainers": "True", "Initialized": "True", "ContainersReady": "False", "Ready": "False"},
+            stamp(self.sim.now()), reason="ContainersNotReady")
+        status["containerStatuses"] = [_container(c, {"waiting": {"reason": reason, "message": message}}, False)
+                                       for c in pod["spec"]["containers"]]
+        self.sim.write(self.sim.rt("pods"), new, pod)
 
     def _running(self, pod: dict, ready: bool, restarts: int) -> None:
         new = clone(pod)
@@ -135,6 +190,10 @@ class Kubelet:
             "PodReadyToStartContainers": "True", "Initialized": "True", "ContainersReady": flag, "Ready": flag}, now)
         status["containerStatuses"] = [
             _container(c, {"running": {"startedAt": now}}, ready, restarts) for c in pod["spec"]["containers"]]
+        run = self.runs.get(pod["metadata"]["uid"])
+        if run is not None and run.last_state:  # a restarted container keeps its previous exit as lastState
+            for container_status in status["containerStatuses"]:
+                container_status["lastState"] = run.last_state
         self.sim.write(self.sim.rt("pods"), new, pod)
 
     def finish(self, pod: dict, exit_code: int, reason: str | None = None, message: str | None = None) -> None:
@@ -143,7 +202,12 @@ class Kubelet:
         policy = pod["spec"].get("restartPolicy", "Always")
         restarts = max((cs.get("restartCount", 0) for cs in pod["status"].get("containerStatuses") or []), default=0)
         if policy == "Always" or (policy == "OnFailure" and exit_code != 0):
+            if run and run.crashes:  # exited again soon: CrashLoopBackOff until the back-off is over
+                self._crash_loop(pod, run, exit_code, reason, message, restarts)
+                return
             if run:
+                run.crashes, run.restarts = 1, restarts + 1
+                run.last_state = {"terminated": self._terminated(pod, exit_code, reason, message)}
                 run.finish_at = (self.sim.now() + timedelta(seconds=run.plan.run_seconds)
                                  if run.plan.run_seconds is not None else None)
             self._running(pod, run.plan.ready if run else True, restarts + 1)
@@ -163,6 +227,42 @@ class Kubelet:
                                        for c in pod["spec"]["containers"]]
         self.sim.write(self.sim.rt("pods"), new, pod)
 
+    def _terminated(self, pod: dict, exit_code: int, reason: str | None, message: str | None) -> dict:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        started = ((statuses[0].get("state") or {}).get("running") or {}).get("startedAt") or pod["status"].get("startTime")
+        terminated = {"exitCode": exit_code, "reason": reason or ("Completed" if exit_code == 0 else "Error"),
+                      "startedAt": started, "finishedAt": stamp(self.sim.now()),
+                      "containerID": f"containerd://{pod['spec']['containers'][0]['name']}"}
+        if message:
+            terminated["message"] = message
+        return terminated
+
+    def _crash_loop(self, pod: dict, run: PodRun, exit_code: int, reason: str | None, message: str | None,
+                    restarts: int) -> None:
+        """The kubelet's crash loop back-off: 10 s after the second exit, doubling, capped at 300 s (k8s 1.36 defaults).
+
+        Meanwhile the container is waiting in CrashLoopBackOff (lastState: the exit), the pod Running but not Ready.
+        """
+        back_off = min(CRASH_BACKOFF * 2 ** (run.crashes - 1), CRASH_BACKOFF_MAX)
+        run.crashes += 1
+        run.started, run.finish_at = False, None
+        run.start_at = self.sim.now() + timedelta(seconds=back_off)
+        run.restarts = restarts + 1
+        run.last_state = {"terminated": self._terminated(pod, exit_code, reason, message)}
+        meta, container = pod["metadata"], pod["spec"]["containers"][0]["name"]
+        who = f"{meta['name']}_{meta['namespace']}({meta['uid']})"
+        self.sim.events.record(pod, "BackOff", f"Back-off restarting failed container {container} in pod {who}",
+                               "Warning", "kubelet")
+        new = clone(pod)
+        status = new["status"]
+        status["conditions"] = _conditions(status.get("conditions") or [], {"ContainersReady": "False", "Ready": "False"},
+                                           stamp(self.sim.now()), reason="ContainersNotReady")
+        waiting = {"waiting": {"reason": "CrashLoopBackOff",
+                               "message": f"back-off {int(back_off)}s restarting failed container={container} pod={who}"}}
+        status["containerStatuses"] = [{**_container(c, waiting, False, restarts), "lastState": run.last_state}
+                                       for c in pod["spec"]["containers"]]
+        self.sim.write(self.sim.rt("pods"), new, pod)
+
     def _write_logs(self, pod: dict, plan: PodPlan) -> None:
         if plan.logs is None:
             return
@@ -174,6 +274,26 @@ class Kubelet:
         """Drop timelines of pods that no longer exist."""
         for uid in [u for u in self.runs if u not in live_uids]:
             del self.runs[uid]
+
+
+def image_reference(image: str) -> str:
+    """The fully qualified reference containerd resolves: busybox -> docker.io/library/busybox:latest."""
+    name, _, digest = image.partition("@")
+    first = name.split("/", 1)[0]
+    if "/" not in name:
+        name = f"docker.io/library/{name}"
+    elif "." not in first and ":" not in first and first != "localhost":
+        name = f"docker.io/{name}"
+    if not digest and ":" not in name.rsplit("/", 1)[-1]:
+        name += ":latest"
+    return f"{name}@{digest}" if digest else name
+
+
+def not_found_message(image: str) -> str:
+    """containerd's answer (through the CRI) when the registry has no such image or tag."""
+    ref = image_reference(image)
+    return (f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": '
+            f'failed to resolve reference "{ref}": {ref}: not found')
 
 
 def _container(spec: dict, state: dict, ready: bool, restarts: int = 0) -> dict:
@@ -220,6 +340,9 @@ def run_pods(sim) -> None:
         pod = pods.get(uid)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             continue
+        if not run.started and run.backoff_at is not None and run.backoff_at <= now:
+            kubelet.back_off(pod)
+            pod = sim.store.get(("", "pods"), pod["metadata"]["namespace"], pod["metadata"]["name"])
         if not run.started and run.start_at is not None and run.start_at <= now:
             kubelet.start(pod)
         elif run.started and run.finish_at is not None and run.finish_at <= now:

@@ -5,11 +5,13 @@ import copy
 import re
 
 from ..errors import FieldError, forbidden, invalid, not_supported, required
+from ..quantity import QuantityError, value_of
 from ..selectors import labels_match, selector_terms
 from .meta import dns_label, qualified_name, validate_labels
 from .pods import validate_pod_spec, validate_pod_template
 
 IMMUTABLE = "field is immutable"
+MAX_INDEXED_PARALLELISM = 100_000  # maxParallelismForIndexedJob: caps the length of status.completedIndexes
 CONFIG_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
 CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
                   "'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')")
@@ -68,12 +70,28 @@ def job(obj: dict) -> list[FieldError]:
     mode = spec.get("completionMode", "NonIndexed")
     if mode not in ("NonIndexed", "Indexed"):
         errors.append(not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
-    elif mode == "Indexed" and spec.get("completions") is None:
-        errors.append(required("spec.completions", "when completion mode is Indexed"))
+    elif mode == "Indexed":
+        errors += _indexed(obj, spec)
     errors += validate_pod_template(spec.get("template") or {}, "spec.template")
     policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
     if policy not in ("OnFailure", "Never"):
         errors.append(not_supported("spec.template.spec.restartPolicy", policy, ["OnFailure", "Never"]))
+    return errors
+
+
+def _indexed(obj: dict, spec: dict) -> list[FieldError]:
+    """An Indexed Job: completions set, parallelism capped, and every pod hostname <name>-<index> a DNS label."""
+    completions, parallelism = spec.get("completions"), spec.get("parallelism")
+    if completions is None:
+        return [required("spec.completions", "when completion mode is Indexed")]
+    errors = []
+    if isinstance(parallelism, int) and parallelism > MAX_INDEXED_PARALLELISM:
+        errors.append(invalid("spec.parallelism", parallelism, f"must be less than or equal to {MAX_INDEXED_PARALLELISM} "
+                                                               "when completion mode is Indexed"))
+    name = obj["metadata"].get("name") or ""
+    if isinstance(completions, int) and completions > 0 and name and dns_label(f"{name}-{completions - 1}"):
+        errors.append(invalid("metadata.name", name, f"will not able to create pod with invalid DNS label: "
+                                                     f"{name}-{completions - 1}"))
     return errors
 
 
@@ -265,22 +283,90 @@ def immutable_data(new: dict, old: dict) -> list[FieldError]:
     return errors
 
 
+METRIC_SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
+                  "ContainerResource": "containerResource"}
+
+
+def _metric_target(target: dict, path: str) -> list[FieldError]:
+    """validateMetricTarget."""
+    errors = []
+    kind = target.get("type")
+    if not kind:
+        errors.append(required(f"{path}.type", "must specify a metric target type"))
+    if kind not in ("Utilization", "Value", "AverageValue"):
+        errors.append(invalid(f"{path}.type", kind or "", "must be either Utilization, Value, or AverageValue"))
+    for field in ("value", "averageValue"):
+        if target.get(field) is not None:
+            try:
+                positive = value_of(target[field]) > 0
+            except QuantityError:
+                positive = True  # decoding already answered 400
+            if not positive:
+                errors.append(invalid(f"{path}.{field}", target[field], "must be positive"))
+    utilization = target.get("averageUtilization")
+    if utilization is not None and utilization < 1:
+        errors.append(invalid(f"{path}.averageUtilization", utilization, "must be greater than 0"))
+    return errors
+
+
+def _resource_metric(source: dict, path: str, container: bool) -> list[FieldError]:
+    """validateResourceSource / validateContainerResourceSource (cpu/memory averages only)."""
+    errors = []
+    if not source.get("name"):
+        errors.append(required(f"{path}.name", "must specify a resource name"))
+    if container and not source.get("container"):
+        errors.append(required(f"{path}.container", "must specify a container"))
+    target = source.get("target") or {}
+    errors += _metric_target(target, f"{path}.target")
+    if target.get("averageUtilization") is None and target.get("averageValue") is None:
+        errors.append(required(f"{path}.target.averageUtilization", "must set either a target raw value or a target utilization"))
+    if target.get("averageUtilization") is not None and target.get("averageValue") is not None:
+        errors.append(forbidden(f"{path}.target.averageValue", "may not set both a target raw value and a target utilization"))
+    return errors
+
+
+def _metrics(metrics: list, path: str) -> list[FieldError]:
+    """validateMetrics / validateMetricSpec for every metric source type."""
+    errors = []
+    for i, metric in enumerate(metrics):
+        p = f"{path}[{i}]"
+        kind = metric.get("type")
+        if not kind:
+            errors.append(required(f"{p}.type", "must specify a metric source type"))
+        if kind not in METRIC_SOURCES:
+            errors.append(not_supported(f"{p}.type", kind or "", list(METRIC_SOURCES)))
+            continue
+        expected = METRIC_SOURCES[kind]
+        present = [field for field in METRIC_SOURCES.values() if metric.get(field) is not None]
+        if expected not in present:
+            errors.append(required(f"{p}.{expected}", "must populate information for the given metric source"))
+        errors += [forbidden(f"{p}.{field}", "must populate the given metric source only")
+                   for field in sorted(present) if field != expected]
+        if kind in ("Resource", "ContainerResource") and isinstance(metric.get(expected), dict):
+            errors += _resource_metric(metric[expected], f"{p}.{expected}", kind == "ContainerResource")
+    return errors
+
+
 def hpa(obj: dict) -> list[FieldError]:
-    """ValidateHorizontalPodAutoscaler (the basics)."""
+    """validateHorizontalPodAutoscalerSpec (autoscaling/v2): replica bounds, scale target, then metrics."""
     spec = obj.get("spec") or {}
     errors = []
-    ref = spec.get("scaleTargetRef") or {}
-    for field in ("kind", "name"):
-        if not ref.get(field):
-            errors.append(required(f"spec.scaleTargetRef.{field}"))
-    high, low = spec.get("maxReplicas", 0), spec.get("minReplicas", 1)
-    if high < 1:
-        errors.append(invalid("spec.maxReplicas", high, "must be greater than or equal to 1"))
+    low, high = spec.get("minReplicas", 1), spec.get("maxReplicas", 0)
     if low < 1:
         errors.append(invalid("spec.minReplicas", low, "must be greater than or equal to 1"))
-    elif high >= 1 and low > high:
-        errors.append(invalid("spec.minReplicas", low, "must be less than or equal to `maxReplicas`"))
-    return errors
+    if high < 1:
+        errors.append(invalid("spec.maxReplicas", high, "must be greater than 0"))
+    if high < low:
+        errors.append(invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`"))
+    ref = spec.get("scaleTargetRef") or {}
+    ref_errors = []
+    for field in ("kind", "name"):
+        if not ref.get(field):
+            ref_errors.append(required(f"spec.scaleTargetRef.{field}"))
+        elif "/" in ref[field] or "%" in ref[field] or ref[field] in (".", ".."):
+            ref_errors.append(invalid(f"spec.scaleTargetRef.{field}", ref[field], "may not contain '/'"))
+    # The Go code checks metrics only when the reference is valid (else-if chain).
+    return errors + (ref_errors or _metrics(spec.get("metrics") or [], "spec.metrics"))
 
 
 def node(obj: dict) -> list[FieldError]:

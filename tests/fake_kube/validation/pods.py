@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..errors import FieldError, forbidden, invalid, not_supported, required
 from ..quantity import QuantityError, value_of
 from .meta import dns_label, dns_subdomain, qualified_name, validate_labels
+from .probes import validate_probes
 
 STANDARD_CONTAINER_RESOURCES = {"cpu", "memory", "ephemeral-storage"}
 VOLUME_SOURCES = {
@@ -13,6 +14,14 @@ VOLUME_SOURCES = {
     "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
 }
 PORT_RANGE = "must be between 1 and 65535, inclusive"
+# Downward API fields an env var may read (validEnvDownwardAPIFieldPathExpressions); labels and annotations by key.
+ENV_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+                   "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs")
+# What ConvertDownwardAPIFieldLabel knows at all (others fail conversion before the env check).
+POD_FIELD_LABELS = {"metadata.annotations", "metadata.labels", "spec.restartPolicy", "spec.schedulerName",
+                    "status.phase", "spec.host", *ENV_FIELD_PATHS}
+ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef", "fileKeyRef")
+ENV_NAME_MSG = "a valid environment variable name must consist only of printable ASCII characters other than '='"
 
 
 def overcommit_allowed(name: str) -> bool:
@@ -97,6 +106,61 @@ def _ports(ports: list, path: str) -> list[FieldError]:
     return errors
 
 
+def _subscripted(field_path: str) -> tuple[str, str | None]:
+    """fieldpath.SplitMaybeSubscriptedPath: "metadata.labels['a']" -> ("metadata.labels", "a")."""
+    if not field_path.endswith("']"):
+        return field_path, None
+    head, sep, subscript = field_path[:-2].partition("['")
+    return (head, subscript) if sep and head else (field_path, None)
+
+
+def _field_ref(ref: dict, path: str) -> list[FieldError]:
+    """validateObjectFieldSelector with the env var's allowed expressions."""
+    version, field_path = ref.get("apiVersion") or "v1", ref.get("fieldPath") or ""  # apiVersion defaults to v1
+    if not field_path:
+        return [required(f"{path}.fieldPath")]
+    head, subscript = _subscripted(field_path)
+    if version != "v1":
+        return [invalid(f"{path}.fieldPath", field_path, f"error converting fieldPath: unsupported pod version: {version}")]
+    if subscript is not None:
+        if head not in ("metadata.annotations", "metadata.labels"):
+            return [invalid(f"{path}.fieldPath", field_path,
+                            f"error converting fieldPath: field label does not support subscript: {field_path}")]
+        key = subscript.lower() if head == "metadata.annotations" else subscript
+        return [invalid(path, key, m) for m in qualified_name(key)]
+    if field_path not in POD_FIELD_LABELS:
+        return [invalid(f"{path}.fieldPath", field_path, f"error converting fieldPath: field label not supported: {field_path}")]
+    if field_path not in ENV_FIELD_PATHS and field_path != "spec.host":
+        return [not_supported(f"{path}.fieldPath", field_path, sorted(ENV_FIELD_PATHS))]
+    return []
+
+
+def _env(env: list, path: str) -> list[FieldError]:
+    """ValidateEnv: names (relaxed rule, GA in 1.34) and exactly one valueFrom source, without a value."""
+    errors = []
+    for i, var in enumerate(env):
+        p = f"{path}[{i}]"
+        name = var.get("name") or ""
+        if not name:
+            errors.append(required(f"{p}.name"))
+        elif "=" in name or any(not " " <= ch <= "~" for ch in name):
+            errors.append(invalid(f"{p}.name", name, ENV_NAME_MSG))
+        source = var.get("valueFrom")
+        if source is None:
+            continue
+        sources = [key for key in ENV_SOURCES if source.get(key) is not None]
+        if "fieldRef" in sources:
+            errors += _field_ref(source["fieldRef"], f"{p}.valueFrom.fieldRef")
+        if not sources:
+            errors.append(invalid(f"{p}.valueFrom", "", "must specify one of: `fieldRef`, `resourceFieldRef`, "
+                                                       "`configMapKeyRef` or `secretKeyRef`"))
+        elif var.get("value"):
+            errors.append(invalid(f"{p}.valueFrom", "", "may not be specified when `value` is not empty"))
+        elif len(sources) > 1:
+            errors.append(invalid(f"{p}.valueFrom", "", "may not have more than one field specified at a time"))
+    return errors
+
+
 def validate_container(c: dict, path: str, volumes: set[str]) -> list[FieldError]:
     """One container: name, image, ports, env, resources, volume mounts, pull policy."""
     errors = []
@@ -107,10 +171,9 @@ def validate_container(c: dict, path: str, volumes: set[str]) -> list[FieldError
     if not c.get("image"):
         errors.append(required(f"{path}.image"))
     errors += _ports(c.get("ports") or [], f"{path}.ports")
-    for i, env in enumerate(c.get("env") or []):
-        if not env.get("name"):
-            errors.append(required(f"{path}.env[{i}].name"))
+    errors += _env(c.get("env") or [], f"{path}.env")
     errors += validate_resources(c.get("resources") or {}, f"{path}.resources")
+    errors += validate_probes(c, path)
     for i, mount in enumerate(c.get("volumeMounts") or []):
         mp = f"{path}.volumeMounts[{i}]"
         if not mount.get("name"):

@@ -24,6 +24,10 @@ class Workspace(models.Model):
     display_name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     tags = models.JSONField(default=dict, blank=True)
+    # Local compute runs on the worker host (sandboxed); only staff turn it on, per workspace.
+    local_compute_enabled = models.BooleanField(default=False)
+    # Whether the sandbox of this workspace's local jobs and deployments gets the host's network.
+    local_network_enabled = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

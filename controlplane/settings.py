@@ -252,6 +252,8 @@ DOCKYARD_JOB_DIR = Path(os.environ.get("DOCKYARD_JOB_DIR", VAR_DIR / "jobs"))
 DOCKYARD_JOB_STALE_SECONDS = int(os.environ.get("DOCKYARD_JOB_STALE_SECONDS", "10"))
 # A `logs?follow=true` stream ends after this long (a `timeout` event); clients reconnect with Last-Event-ID.
 DOCKYARD_LOG_FOLLOW_SECONDS = int(os.environ.get("DOCKYARD_LOG_FOLLOW_SECONDS", "3600"))
+# Open `logs?follow=true` streams per user (counted in the cache, so Redis counts them across web processes); 429 beyond.
+DOCKYARD_LOG_STREAMS_PER_USER = int(os.environ.get("DOCKYARD_LOG_STREAMS_PER_USER", "10"))
 
 # Local online deployments: one folder per deployment (server log, pid) and the inference server's virtualenv.
 DOCKYARD_DEPLOYMENT_DIR = Path(os.environ.get("DOCKYARD_DEPLOYMENT_DIR", VAR_DIR / "deployments"))

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from controlplane.api import BadRequest, ETagMixin
 from controlplane.pagination import CountedCursorPagination
+from controlplane.streams import StreamSlot, stream_response
 from workspaces.views import WorkspaceScopedMixin
 
 from . import selectors, services
@@ -162,7 +163,7 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
             return response
         if request.query_params.get("follow") in ("true", "1"):
             start = request.headers.get("Last-Event-ID")
-            return _event_stream(job, int(start) + 1 if start and start.isascii() and start.isdigit() else after)
+            return _event_stream(request, job, int(start) + 1 if start and start.isascii() and start.isdigit() else after)
         return Response(self._log_page(request, job, after, _limit(request.query_params.get("limit"))))
 
     def _log_page(self, request, job: Job, after: int, limit: int) -> dict:
@@ -197,35 +198,38 @@ def _sse(event: str, data: dict, event_id: int | None = None) -> str:
     return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
-def _event_stream(job: Job, after: int) -> StreamingHttpResponse:
-    """Lines as Server-Sent Events (`id` = line number, so a reconnect resumes), then `end` with the final status."""
-    def events():
-        position, quiet_since = after, time.monotonic()
-        # A stream ends after a while even if the job does not: the client reconnects with Last-Event-ID.
-        deadline = time.monotonic() + settings.DOCKYARD_LOG_FOLLOW_SECONDS
-        while time.monotonic() < deadline:
-            lines = selectors.log_lines(job=job, after=position, limit=500)
-            for line in lines:
-                yield _sse("line", JobLogLineSerializer(line).data, line.seq)  # same fields and formats as a page
-                position = line.seq + 1
-            if lines:
-                quiet_since = time.monotonic()
-                continue
-            try:
-                job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count"])
-            except Job.DoesNotExist:
-                yield _sse("end", {"status": "Deleted", "status_reason": "The job was deleted.", "exit_code": None})
-                return
-            if job.status in TERMINAL and position >= job.log_line_count:
-                yield _sse("end", {"status": job.status, "status_reason": job.status_reason, "exit_code": job.exit_code})
-                return
-            if time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
-                quiet_since = time.monotonic()
-                yield ": keepalive\n\n"
-            time.sleep(FOLLOW_POLL_SECONDS)
-        yield _sse("timeout", {"status": job.status, "next_id": position})
+class _LogFollow:
+    """One followed log: where it is, when it last sent something, when it ends (the client then reconnects)."""
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    def __init__(self, job: Job, after: int):
+        self.job, self.position = job, after
+        self.quiet_since = time.monotonic()
+        # A stream ends after a while even if the job does not: the client reconnects with Last-Event-ID.
+        self.deadline = time.monotonic() + settings.DOCKYARD_LOG_FOLLOW_SECONDS
+
+    def step(self) -> tuple[list[str], float | None]:
+        """Lines as Server-Sent Events (`id` = line number, so a reconnect resumes), then `end` with the final status."""
+        job = self.job
+        if time.monotonic() >= self.deadline:
+            return [_sse("timeout", {"status": job.status, "next_id": self.position})], None
+        lines = selectors.log_lines(job=job, after=self.position, limit=500)
+        if lines:
+            self.position, self.quiet_since = lines[-1].seq + 1, time.monotonic()
+            # the same fields and formats as a page; the next look comes at once, there may be more
+            return [_sse("line", JobLogLineSerializer(line).data, line.seq) for line in lines], 0
+        try:
+            job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count"])
+        except Job.DoesNotExist:
+            return [_sse("end", {"status": "Deleted", "status_reason": "The job was deleted.", "exit_code": None})], None
+        if job.status in TERMINAL and self.position >= job.log_line_count:
+            return [_sse("end", {"status": job.status, "status_reason": job.status_reason, "exit_code": job.exit_code})], None
+        if time.monotonic() - self.quiet_since > KEEPALIVE_SECONDS:
+            self.quiet_since = time.monotonic()
+            return [": keepalive\n\n"], FOLLOW_POLL_SECONDS
+        return [], FOLLOW_POLL_SECONDS
+
+
+def _event_stream(request, job: Job, after: int) -> StreamingHttpResponse:
+    """`logs?follow=true`: one of the user's stream slots (429 beyond the cap), then the events until the job ends."""
+    slot = StreamSlot.take(request.user)
+    return stream_response(request, _LogFollow(job, after).step, slot, "text/event-stream")

@@ -1,5 +1,6 @@
 """docker-compose.yml cannot run here (no Docker engine): check that it parses and that what it runs exists."""
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -29,12 +30,27 @@ def test_app_services_build_the_project_image_in_production_mode(name):
     assert service["environment"]["CELERY_BROKER_URL"].startswith("redis://")
 
 
-def test_web_uses_a_real_wsgi_server_after_migrations():
+def _loads(dotted: str):
+    module, _, name = dotted.replace(":", ".").rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_web_is_gunicorn_with_uvicorn_workers_after_migrations():
     web = SERVICES["web"]
-    assert web["command"][0] == "gunicorn" and "runserver" not in web["command"]
-    assert importlib.import_module(web["command"][1]).application is not None
+    command = web["command"]
+    assert command[0] == "gunicorn" and "runserver" not in command
+    # ASGI, so a followed log holds no worker thread (tests/test_streams.py runs this very command)
+    assert command[1] == "controlplane.asgi:application" and _loads(command[1]) is not None
+    assert command[command.index("-k") + 1] == "uvicorn_worker.UvicornWorker"
+    assert _loads("uvicorn_worker.UvicornWorker") is not None
     assert web["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert SERVICES["migrate"]["command"][-2:] == ["migrate", "--noinput"]
+
+
+def test_the_image_serves_what_compose_serves():
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    cmd = json.loads(next(line for line in dockerfile.splitlines() if line.startswith("CMD "))[4:])
+    assert cmd == SERVICES["web"]["command"]
 
 
 @pytest.mark.parametrize("name", ["worker", "beat"])

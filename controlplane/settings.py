@@ -6,6 +6,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from controlplane import install_keys
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("DOCKYARD_VAR_DIR", BASE_DIR / "var"))
 
@@ -26,16 +28,19 @@ def env_list(name: str, default: str = "") -> list[str]:
 PRODUCTION = os.environ.get("DOCKYARD_MODE", "development").lower() == "production"
 DEBUG = env_bool("DEBUG", False)
 
-_DEV_SECRET_KEY = "dockyard-development-only-secret-key-never-use-in-production"
-# A fixed, public development key: fine for a laptop, refused in production below.
-_DEV_FIELD_KEY = "ZG9ja3lhcmQtZGV2ZWxvcG1lbnQtb25seS1rZXktMDA="
-
-SECRET_KEY = os.environ.get("SECRET_KEY", "" if PRODUCTION else _DEV_SECRET_KEY)
-FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS", "" if PRODUCTION else _DEV_FIELD_KEY)
-if PRODUCTION and (not SECRET_KEY or SECRET_KEY == _DEV_SECRET_KEY):
+# Keys: production takes them from the environment. Development generates its own on first start into VAR_DIR
+# (secret-key, field-keys; 0600), so no two installs share one (a database dump never decrypts with a published
+# key) and web, worker and beat, reading the same files, agree. The environment, when set, wins in both modes.
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS")
+if PRODUCTION and not SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must be set in production mode.")
-if PRODUCTION and (not FIELD_ENCRYPTION_KEYS or _DEV_FIELD_KEY in FIELD_ENCRYPTION_KEYS):
+if PRODUCTION and not FIELD_ENCRYPTION_KEYS:
     raise ImproperlyConfigured("FIELD_ENCRYPTION_KEYS must be set in production mode.")
+SECRET_KEY = SECRET_KEY or install_keys.load_or_create(VAR_DIR / "secret-key", install_keys.new_secret_key)
+# One key a line: the first encrypts, every one decrypts (add a line to rotate).
+FIELD_ENCRYPTION_KEYS = FIELD_ENCRYPTION_KEYS or install_keys.load_or_create(
+    VAR_DIR / "field-keys", install_keys.new_field_key).split()
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "" if PRODUCTION else "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
@@ -58,6 +63,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "workspaces",
     "compute",
     "jobs",
@@ -75,6 +81,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -125,13 +133,25 @@ CACHES = {
 
 # Auth
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out sign-in (studio and admin) before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Lockout after this many failed sign-ins, counted per client address and per user name separately, for this long.
+AXES_FAILURE_LIMIT = int(os.environ.get("DOCKYARD_LOGIN_FAILURES", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("DOCKYARD_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True  # a good sign-in forgets its user's earlier typos
+AXES_LOCKOUT_TEMPLATE = "frontend/login.html"  # the sign-in page, saying why and for how long
 LOGIN_URL = "frontend:login"
 LOGIN_REDIRECT_URL = "frontend:home"
 LOGOUT_REDIRECT_URL = "frontend:login"
 API_TOKEN_DEFAULT_DAYS = int(os.environ.get("DOCKYARD_TOKEN_DAYS", "90"))
+# Failed bearer-token authentications per client address (workspaces.throttling); past it every bearer request gets 429.
+DOCKYARD_THROTTLE_FAILED_AUTH = os.environ.get("DOCKYARD_THROTTLE_FAILED_AUTH", "30/min")
 
 # Internationalisation
 LANGUAGE_CODE = "en-us"

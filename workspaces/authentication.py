@@ -6,6 +6,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from .models import ApiToken
+from .throttling import FailedAuthenticationThrottle
 
 # Recording every use would turn each read into a write; a minute's precision is enough to spot stale tokens.
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -30,6 +31,18 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
+        """Failures are counted per client address; past the limit every bearer request waits, a good token too."""
+        if not authentication.get_authorization_header(request).lower().startswith(self.keyword.lower().encode()):
+            return None
+        throttle = FailedAuthenticationThrottle()
+        throttle.refuse_if_over(request)
+        try:
+            return self.authenticate_bearer(request)
+        except exceptions.AuthenticationFailed:
+            throttle.record_failure(request)
+            raise
+
+    def authenticate_bearer(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1").split()
         if not header or header[0].lower() != self.keyword.lower():
             return None

@@ -272,6 +272,13 @@ DOCKYARD_JOB_DIR = Path(os.environ.get("DOCKYARD_JOB_DIR", VAR_DIR / "jobs"))
 DOCKYARD_JOB_STALE_SECONDS = int(os.environ.get("DOCKYARD_JOB_STALE_SECONDS", "10"))
 # A `logs?follow=true` stream ends after this long (a `timeout` event); clients reconnect with Last-Event-ID.
 DOCKYARD_LOG_FOLLOW_SECONDS = int(os.environ.get("DOCKYARD_LOG_FOLLOW_SECONDS", "3600"))
+# Local jobs and deployments run in a bubblewrap sandbox (compute/runners/sandbox.py) as this uid; unset: nobody
+# (65534) for a root worker, the worker's own uid otherwise (then isolated by namespaces alone).
+DOCKYARD_SANDBOX_UID = int(os.environ["DOCKYARD_SANDBOX_UID"]) if os.environ.get("DOCKYARD_SANDBOX_UID") else None
+# Give every sandbox the host's network (loopback, so the database, included); per workspace: local_network_enabled.
+DOCKYARD_SANDBOX_NETWORK = env_bool("DOCKYARD_SANDBOX_NETWORK", False)
+# Folders whose contents local deployments may use as code or model (read-only), separated by ":". Empty: none.
+DOCKYARD_LOCAL_PATHS = [Path(path) for path in os.environ.get("DOCKYARD_LOCAL_PATHS", "").split(os.pathsep) if path]
 # Open `logs?follow=true` streams per user (counted in the cache, so Redis counts them across web processes); 429 beyond.
 DOCKYARD_LOG_STREAMS_PER_USER = int(os.environ.get("DOCKYARD_LOG_STREAMS_PER_USER", "10"))
 

@@ -1,6 +1,6 @@
 """The data plane: a scoring request goes to one deployment (by traffic weight or header) and is mirrored by share.
 
-It calls the running servers directly — a local server on loopback, or a cluster's Service through the API
+It calls the running servers directly — a local server on its Unix socket, or a cluster's Service through the API
 server's service proxy — which is why it, besides reconcile, may use `kube` and the local runner's files.
 """
 import http.client
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from compute import kube
 from compute.reconcile.computes import connection_for
 from compute.runners import local as runner
+from compute.runners import unix_http
 
 from .manifests import CONTAINER, deployment_object_name
 from .models import OnlineDeployment, OnlineEndpoint
@@ -57,19 +58,13 @@ def _timeout(deployment: OnlineDeployment) -> float:
     return deployment.spec["request_settings"]["request_timeout_ms"] / 1000
 
 
-def _post_local(port: int, body: bytes, headers: dict, timeout: float) -> tuple[int, str, bytes]:
-    """POST to a local server's /score on a new connection (its gunicorn sync workers close every connection).
+def _post_local(path: str, body: bytes, headers: dict, timeout: float) -> tuple[int, str, bytes]:
+    """POST to a local server's /score over its Unix socket, on a new connection (its sync workers close each one).
 
     http.client, not httpx: with no connection to reuse, httpx's extra layers took about half of the forward's time.
     The timeout bounds the connect and each read, as httpx's did.
     """
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        connection.request("POST", "/score", body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, response.getheader("Content-Type", "application/json"), response.read()
-    finally:
-        connection.close()
+    return unix_http.request(path, "POST", "/score", body, headers, timeout)
 
 
 def forward(deployment: OnlineDeployment, body: bytes, content_type: str) -> Answer:
@@ -77,11 +72,11 @@ def forward(deployment: OnlineDeployment, body: bytes, content_type: str) -> Ans
     headers = {"Content-Type": content_type or "application/json"}
     endpoint = deployment.endpoint
     if endpoint.compute_id is None:
-        port = deployment.runner.get("port")
-        if not port or deployment.status.get("state") != "Running":
+        path = deployment.runner.get("socket")
+        if not path or deployment.status.get("state") != "Running":
             raise ScoringError(503, "DeploymentNotReady", f"Deployment '{deployment.name}' is not serving yet ({deployment.status.get('state') or 'starting'}).")
         try:
-            status, kind, content = _post_local(port, body, headers, _timeout(deployment))
+            status, kind, content = _post_local(path, body, headers, _timeout(deployment))
         except TimeoutError:
             raise ScoringError(504, "ScoringTimeout", f"Deployment '{deployment.name}' did not answer within its request timeout.") from None
         except (OSError, http.client.HTTPException):

@@ -2,7 +2,8 @@
 
 The command runs under a small shell wrapper that is detached from the worker (double fork: the worker never has
 to reap it, so any worker process can follow it). The wrapper writes its pid first and the command's exit code
-last, both into the run folder: a worker that restarts reads them back instead of depending on memory.
+last, both into the run folder: a worker that restarts reads them back instead of depending on memory. Jobs and
+deployments run their command in a sandbox (sandbox.py) that does not see the run folder, only what it was given.
 """
 import os
 import signal
@@ -11,6 +12,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .sandbox import Sandbox
 
 PID_FILE, EXIT_FILE, LOG_FILE = "run.pid", "exit_code", "output.log"
 MAX_LINE = 16 * 1024  # longer lines are cut: a runaway print must not fill the database
@@ -55,12 +58,18 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19]) if fields else None  # field 22 of stat: start time in clock ticks since boot
 
 
-def spawn(command: str, folder: Path, cwd: Path, env: dict[str, str]) -> Process:
-    """Start `command` in a new session, output to the run folder's log; returns once the wrapper's pid is known."""
+def spawn(command: str, folder: Path, cwd: Path, env: dict[str, str], sandbox: Sandbox | None = None) -> Process:
+    """Start `command` in a new session, output to the run folder's log; returns once the wrapper's pid is known.
+
+    With a sandbox, the command runs inside it with the sandbox's environment (`env` is then not used): the wrapper
+    stays outside, so the pid file, exit code and log are written where the command cannot reach them.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     cwd.mkdir(parents=True, exist_ok=True)
     for stale in (PID_FILE, EXIT_FILE):
         (folder / stale).unlink(missing_ok=True)
+    if sandbox is not None:
+        command, env = sandbox.launch(command, folder, cwd)
     with open(folder / LOG_FILE, "ab") as log:
         # `setsid` makes the wrapper a session and group leader; `&` detaches it from the outer shell, which exits.
         launcher = subprocess.Popen(

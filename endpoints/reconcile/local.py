@@ -1,18 +1,22 @@
-"""Local deployments: Azure ML's inference server as a process on the worker's host, probed, restarted on a crash."""
+"""Local deployments: Azure ML's inference server in a sandbox on the worker's host, probed, restarted on a crash.
+
+The server listens on a Unix socket in its deployment's folder, not a TCP port: only what can reach the folder (the
+worker and the data plane) can call it; a sandboxed job does not see the folder, so it cannot.
+"""
+import http.client
 import logging
 import os
 import shlex
 import shutil
-import socket
 import time
 from pathlib import Path
 
-import httpx
 from django.conf import settings
 
 from compute.choices import ProvisioningState
 from compute.reconcile.status import problem, record_status
 from compute.runners import local as runner
+from compute.runners import sandbox, unix_http
 
 from ..models import OnlineDeployment
 
@@ -23,49 +27,71 @@ MAX_BACKOFF = 60.0
 CRASHES_BEFORE_FAILED = 5  # in a row
 HEALTHY_RESETS_AFTER = 60.0  # seconds of health after which earlier crashes no longer count
 SERVER_APP = "azureml_inference_server_http.server.entry:app"
-# What the server inherits from the worker's environment: never the worker's secrets.
-INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME")
+# The server's own folder (read-write; its socket and HOME) inside the run folder, and where its sandbox shows it: a
+# short path, as a socket address holds 108 bytes. The run folder itself (pid, exit code, log) stays outside.
+SERVER_DIR, INSIDE, SOCKET = "server", Path("/run/dockyard"), "server.sock"
 
 
 def folder_of(deployment: OnlineDeployment) -> Path:
     return deployment.local_folder
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def socket_of(deployment: OnlineDeployment) -> Path:
+    """The server's Unix socket as the worker and the data plane reach it."""
+    return folder_of(deployment) / SERVER_DIR / SOCKET
 
 
-def _server_command(deployment: OnlineDeployment, port: int) -> str:
-    """gunicorn serving the inference server's app on loopback only (azmlinfsrv itself binds every interface)."""
-    venv = Path((deployment.spec.get("environment") or {}).get("venv") or settings.DOCKYARD_INFERENCE_VENV)
+def _venv(deployment: OnlineDeployment) -> Path:
+    return Path((deployment.spec.get("environment") or {}).get("venv") or settings.DOCKYARD_INFERENCE_VENV)
+
+
+def _server_command(deployment: OnlineDeployment) -> str:
+    """gunicorn serving the inference server's app on a Unix socket (azmlinfsrv itself binds every interface)."""
     request = deployment.spec["request_settings"]
     timeout = max(1, request["request_timeout_ms"] // 1000 + 1)
-    args = [str(venv / "bin" / "gunicorn"), "-b", f"127.0.0.1:{port}", "-w", str(request["max_concurrent_requests_per_instance"]),
-            "--timeout", str(timeout), "--access-logfile", "-", "--no-control-socket", SERVER_APP]
+    # umask 0177: the socket is 0600, its owner's (the sandbox uid) and the worker's (root, or the same uid) only.
+    args = [str(Path(os.path.realpath(_venv(deployment))) / "bin" / "gunicorn"), "-b", f"unix:{INSIDE / SOCKET}",
+            "--umask", "0o177", "-w", str(request["max_concurrent_requests_per_instance"]), "--timeout", str(timeout),
+            "--access-logfile", "-", "--no-control-socket", SERVER_APP]
     return "exec " + shlex.join(args)
 
 
-def _environment(deployment: OnlineDeployment, folder: Path) -> dict[str, str]:
-    spec = deployment.spec
-    env = {key: os.environ[key] for key in INHERITED if key in os.environ}
+def _paths(deployment: OnlineDeployment) -> tuple[list[sandbox.Bind], dict[str, str], Path | None]:
+    """Read-only binds of the code and model (only from DOCKYARD_LOCAL_PATHS), their variables, the code folder."""
+    spec, binds, env, code_folder = deployment.spec, [], {}, None
     code = spec.get("code_configuration")
-    env["HOME"] = str(folder)  # gunicorn keeps a control socket under $HOME: one per server
     if code:
-        env["AZUREML_ENTRY_SCRIPT"] = str(Path(code["code"]).resolve() / code["scoring_script"])
+        bind = sandbox.local_path_bind(code["code"], "code folder")
+        binds.append(bind)
+        code_folder = bind.inside
+        env["AZUREML_ENTRY_SCRIPT"] = str(code_folder / code["scoring_script"])
     if spec.get("model"):
-        env["AZUREML_MODEL_DIR"] = str(Path(spec["model"]["path"]).resolve())
-    # The server's own limit on run(); its default is an hour.
-    env["SCORING_TIMEOUT_MS"] = str(spec["request_settings"]["request_timeout_ms"])
-    env.update(spec.get("environment_variables") or {})
-    return env
+        bind = sandbox.local_path_bind(spec["model"]["path"], "model path")
+        binds.append(bind)
+        env["AZUREML_MODEL_DIR"] = str(bind.inside)
+    return binds, env, code_folder
 
 
-def _healthy(port: int, timeout: float) -> bool:
+def _sandbox(deployment: OnlineDeployment, server: Path) -> tuple[sandbox.Sandbox, Path]:
+    """The server's sandbox (its folder, venv, code and model; no network unless allowed) and its working directory."""
+    venv = _venv(deployment)
+    binds, env, code_folder = _paths(deployment)
+    binds = [sandbox.Bind(server, INSIDE, writable=True), *sandbox.venv_binds(venv, (settings.DOCKYARD_INFERENCE_VENV,)),
+             *binds]
+    env = {"PATH": f"{Path(os.path.realpath(venv)) / 'bin'}{os.pathsep}{sandbox.DEFAULT_PATH}",
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "HOME": str(INSIDE), **env,
+           # The server's own limit on run(); its default is an hour.
+           "SCORING_TIMEOUT_MS": str(deployment.spec["request_settings"]["request_timeout_ms"])}
+    env.update({key: str(value) for key, value in (deployment.spec.get("environment_variables") or {}).items()})
+    workspace = deployment.endpoint.workspace
+    network = settings.DOCKYARD_SANDBOX_NETWORK or getattr(workspace, "local_network_enabled", False)
+    return sandbox.Sandbox(tuple(binds), network, env), code_folder or INSIDE
+
+
+def _healthy(path: Path, timeout: float) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/", timeout=timeout).status_code == 200
-    except httpx.HTTPError:
+        return unix_http.request(path, "GET", "/", None, {}, timeout)[0] == 200
+    except (OSError, http.client.HTTPException):
         return False
 
 
@@ -96,15 +122,16 @@ def reconcile_local_deployment(deployment: OnlineDeployment) -> float | None:
 
 
 def _start(deployment: OnlineDeployment) -> float:
-    folder, port = folder_of(deployment), _free_port()
-    code = deployment.spec.get("code_configuration")
-    cwd = Path(code["code"]) if code else folder
+    folder = folder_of(deployment)
+    server = folder / SERVER_DIR
     try:
-        process = runner.spawn(_server_command(deployment, port), folder, cwd, _environment(deployment, folder))
-    except OSError as exc:
+        box, cwd = _sandbox(deployment, server)
+        (server / SOCKET).unlink(missing_ok=True)  # a crashed server's socket: gunicorn would not bind over it
+        process = runner.spawn(_server_command(deployment), folder, cwd, {}, box)
+    except (OSError, sandbox.Refused) as exc:
         record_status(deployment, ProvisioningState.FAILED, [problem("StartFailed", f"The server could not be started: {exc}")])
         return MAX_BACKOFF
-    deployment.runner = {**process.as_dict(), "port": port, "generation": deployment.generation,
+    deployment.runner = {**process.as_dict(), "socket": str(server / SOCKET), "generation": deployment.generation,
                          "started": time.time(), "restarts": deployment.runner.get("restarts", 0)}
     deployment.save(update_fields=["runner", "updated_at"])
     if deployment.provisioning_state == ProvisioningState.FAILED:
@@ -116,12 +143,12 @@ def _start(deployment: OnlineDeployment) -> float:
 
 def _status(deployment: OnlineDeployment, state: str, ready: int, reason: str = "") -> dict:
     return {"state": state, "replicas": 1, "ready_replicas": ready, "restarts": deployment.runner.get("restarts", 0),
-            "port": deployment.runner.get("port"), "reason": reason}
+            "reason": reason}
 
 
 def _probe(deployment: OnlineDeployment, process: runner.Process) -> float:
     liveness = deployment.spec["liveness_probe"]
-    if _healthy(deployment.runner["port"], liveness["timeout"]):
+    if _healthy(socket_of(deployment), liveness["timeout"]):
         if deployment.runner.get("restarts") and time.time() - deployment.runner.get("started", 0) > HEALTHY_RESETS_AFTER:
             deployment.runner = {**deployment.runner, "restarts": 0}  # crashes count "in a row": a healthy spell ends the row
             deployment.save(update_fields=["runner", "updated_at"])

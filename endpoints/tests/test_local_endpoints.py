@@ -2,15 +2,18 @@
 
 Nothing is reconciled by hand: every change goes through the API, and the worker (in a thread of the test process,
 on the configured broker) starts, probes, restarts and stops the servers. The servers are Azure ML's inference server
-under gunicorn, detached process groups on loopback ports; the fixture stops any a failed test leaves behind.
+under gunicorn, detached process groups in sandboxes, each on a Unix socket in its folder; the fixture stops any a
+failed test leaves behind. Their code is copied under the test's folder, the one DOCKYARD_LOCAL_PATHS shares.
 """
 import math
 import os
 import re
+import shutil
 import signal
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from compute.runners import local as runner
 from endpoints.models import OnlineDeployment, OnlineEndpoint
@@ -29,6 +32,8 @@ def local_worker(transactional_db, settings, tmp_path):
     """A real worker for local deployments under this test's folder; afterwards no server of the test is left."""
     settings.DOCKYARD_DEPLOYMENT_DIR = tmp_path / "deployments"
     settings.DOCKYARD_LOCAL_COMPUTE = True
+    settings.DOCKYARD_LOCAL_PATHS = [tmp_path / "shared"]  # code is read only from there (never Dockyard's own tree)
+    shutil.copytree(ADDER, tmp_path / "shared" / "adder")
     try:
         with in_process_worker():
             yield
@@ -45,7 +50,8 @@ def create_endpoint(api, name: str) -> dict[str, str]:
     return response.json()["keys"]
 
 
-def create_deployment(api, endpoint: str, name: str, code: Path = ADDER, **env: str) -> None:
+def create_deployment(api, endpoint: str, name: str, code: Path | None = None, **env: str) -> None:
+    code = code or Path(settings.DOCKYARD_LOCAL_PATHS[0]) / "adder"
     body = {"name": name, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
             "environment": {"image": "unused-locally"}, "environment_variables": {"DEPLOYMENT_NAME": name, **env}}
     response = api.post(f"{BASE}/{endpoint}/deployments/", body, format="json")
@@ -62,7 +68,7 @@ def serving(api, endpoint: str, name: str) -> dict:
     """Wait until the API shows the deployment Succeeded with its server Running; a Failed one fails at once."""
     def ready():
         row = shown(api, endpoint, name)
-        assert row is not None and row["provisioning_state"] != "Failed", row
+        assert row is not None and row["provisioning_state"] != "Failed", (row["provisioning_errors"], row["status"])
         return row if row["provisioning_state"] == "Succeeded" and row["status"].get("state") == "Running" else None
 
     return wait_for(ready, START, 0.2, f"{endpoint}/{name} serving")
@@ -119,8 +125,9 @@ def test_blue_green_traffic_header_keys_mirror_and_delete(local_worker, owner_ap
     keys = create_endpoint(owner_api, "adder")
     create_deployment(owner_api, "adder", "blue")
     create_deployment(owner_api, "adder", "green", OFFSET="1000")
-    blue, green = serving(owner_api, "adder", "blue"), serving(owner_api, "adder", "green")
-    assert blue["status"]["port"] != green["status"]["port"]
+    serving(owner_api, "adder", "blue"), serving(owner_api, "adder", "green")
+    sockets = [OnlineDeployment.objects.get(name=name).runner["socket"] for name in ("blue", "green")]
+    assert sockets[0] != sockets[1] and all(Path(path).is_socket() for path in sockets)  # each its own, no TCP port
     processes = {name: process_of(name) for name in ("blue", "green")}
     primary, secondary = keys["primaryKey"], keys["secondaryKey"]
 
@@ -173,7 +180,7 @@ def test_blue_green_traffic_header_keys_mirror_and_delete(local_worker, owner_ap
     assert response.status_code == 200 and len(text.splitlines()) == 200
     assert ACCESS_LINE.search(text) and "azmlinfsrv" in text
     head = owner_api.get(f"{BASE}/adder/deployments/blue/logs/", {"lines": 5000}).content.decode()
-    assert f"Listening at: http://127.0.0.1:{blue['status']['port']}" in head and "init has completed successfully" in head
+    assert f"Listening at: unix:{local.INSIDE / local.SOCKET}" in head and "init has completed successfully" in head
     assert owner_api.get(f"{BASE}/adder/deployments/blue/logs/", {"lines": 0}).status_code == 400
 
     # Deployments that take traffic, live or mirrored, cannot be deleted; deleting the endpoint takes them all.
@@ -241,7 +248,7 @@ def test_crash_restart_update_and_delete_of_a_deployment(local_worker, owner_api
 def test_a_script_whose_init_raises_goes_failed_after_a_few_restarts(local_worker, owner_api, workspace, client, tmp_path,
                                                                      monkeypatch):
     monkeypatch.setattr(local, "CRASHES_BEFORE_FAILED", 3)  # backoff 1 s, 2 s: Failed within about 20 s
-    code = tmp_path / "broken"
+    code = tmp_path / "shared" / "broken"
     code.mkdir()
     (code / "score.py").write_text("def init():\n    raise RuntimeError('init failed on purpose')\n\n\n"
                                    "def run(raw_data):\n    return {}\n")

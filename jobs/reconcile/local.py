@@ -4,9 +4,11 @@ import os
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from compute.runners import local as runner
+from compute.runners import sandbox
 
 from ..choices import JobStatus
 from ..models import Job
@@ -16,8 +18,6 @@ from .status import append_lines, event, save, transition
 logger = logging.getLogger(__name__)
 
 LOOK_EVERY = 0.5  # seconds between looks at a running process
-# What a job inherits from the worker's environment: never the worker's secrets (keys, database URLs).
-INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM")
 
 
 def run_folder(job: Job) -> Path:
@@ -25,14 +25,26 @@ def run_folder(job: Job) -> Path:
 
 
 def _environment(job: Job, workdir: Path) -> dict[str, str]:
-    env = {key: os.environ[key] for key in INHERITED if key in os.environ}
+    """The job's own variables and PATH, HOME, LANG: nothing of the worker's environment (keys, database URLs)."""
+    env = {"PATH": sandbox.DEFAULT_PATH, "HOME": str(workdir), "LANG": os.environ.get("LANG", "C.UTF-8")}
     venv = (job.spec.get("environment") or {}).get("venv")
     if venv:
+        venv = os.path.realpath(venv)  # where the sandbox shows it
         env["VIRTUAL_ENV"] = venv
-        env["PATH"] = f"{Path(venv) / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        env["PATH"] = f"{Path(venv) / 'bin'}{os.pathsep}{env['PATH']}"
     env.update(job.spec.get("environment_variables") or {})
     env.update(DOCKYARD_JOB_NAME=job.name, DOCKYARD_WORKSPACE=job.workspace.name, DOCKYARD_JOB_DIR=str(workdir))
-    return env
+    return {key: str(value) for key, value in env.items()}
+
+
+def _sandbox(job: Job, workdir: Path) -> sandbox.Sandbox:
+    """The job sees its working directory (read-write), its venv (read-only) and the system; no network unless allowed."""
+    binds = [sandbox.Bind(workdir, writable=True)]
+    venv = (job.spec.get("environment") or {}).get("venv")
+    if venv:
+        binds += sandbox.venv_binds(venv)
+    network = settings.DOCKYARD_SANDBOX_NETWORK or getattr(job.workspace, "local_network_enabled", False)
+    return sandbox.Sandbox(tuple(binds), network, _environment(job, workdir))
 
 
 def reconcile_local(job: Job) -> float | None:
@@ -51,8 +63,8 @@ def _start(job: Job) -> float | None:
         for name in (job.spec.get("outputs") or {}):
             (workdir / "outputs" / name).mkdir(parents=True, exist_ok=True)
         try:
-            process = runner.spawn(render_command(job.spec), folder, workdir, _environment(job, workdir))
-        except OSError as exc:
+            process = runner.spawn(render_command(job.spec), folder, workdir, {}, _sandbox(job, workdir))
+        except (OSError, sandbox.Refused) as exc:
             save(job, fields + transition(job, JobStatus.FAILED, f"The process could not be started: {exc}"))
             return None
     job.runner = {**process.as_dict(), "log_offset": 0}
@@ -106,16 +118,29 @@ def _exit_reason(code: int) -> str:
 
 
 def _collect_output(job: Job, process: runner.Process, final: bool) -> None:
+    """Store what the process printed since the last look (any bytes: see JobLogLine)."""
     offset = job.runner.get("log_offset", 0)
     while True:
         lines, new_offset = runner.read_lines(process, offset, final)
-        append_lines(job, [("", line) for line in lines])
+        _store_lines(job, lines, new_offset - offset)
         if new_offset == offset or not final:
             break
         offset = new_offset
     if new_offset != job.runner.get("log_offset", 0):
         job.runner = {**job.runner, "log_offset": new_offset}
         job.save(update_fields=["runner", "updated_at"])
+
+
+def _store_lines(job: Job, lines: list[str], size: int) -> None:
+    """Append the lines; if they cannot be stored they are skipped with a warning, so the job still ends, cancels and
+    deletes (an error here used to leave it Running for ever)."""
+    try:
+        with transaction.atomic():  # a savepoint: the caller's transaction and row lock stay usable
+            append_lines(job, [("", line) for line in lines])
+    except Exception as exc:  # this job's output only: the look goes on
+        logger.exception("Could not store the output of job %s", job.name)
+        event(job, "OutputLost", f"{len(lines)} lines ({size} bytes) of output could not be stored "
+                                 f"({type(exc).__name__}); later output is kept.", "Warning")
 
 
 def stop_local(job: Job) -> None:

@@ -147,7 +147,7 @@ def events_of(api, name: str) -> list[dict]:
 
 def test_echo_and_python_complete_with_their_output(worker, owner_api, workspace):
     echo = submit(owner_api, command="echo hello world; echo second line")
-    python = submit(owner_api, command="""python -c "print('answer', 6 * 7)" """)
+    python = submit(owner_api, command="""python3 -c "print('answer', 6 * 7)" """)  # the system python3
     job = ended(owner_api, echo)
     assert (job["status"], job["exit_code"], job["status_reason"]) == ("Completed", 0, "")
     assert job["start_time"] and job["end_time"] and job["duration"] >= 0
@@ -221,7 +221,7 @@ def test_the_environment_has_the_job_variables_and_none_of_the_worker_secrets(wo
     variables = dict(line.split("=", 1) for line in lines if "=" in line)
     assert variables["GREETING"] == "hi there" and variables["EPOCHS"] == "3"
     assert variables["DOCKYARD_JOB_NAME"] == name and variables["DOCKYARD_WORKSPACE"] == "team-a"
-    assert variables["PATH"] == os.environ["PATH"]
+    assert variables["PATH"] == "/usr/local/bin:/usr/bin:/bin" and variables["HOME"] == variables["DOCKYARD_JOB_DIR"]
     for key in (*SECRETS, "CELERY_BROKER_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"):
         assert key not in variables
     text = "\n".join(lines)

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.db import models
 
 from compute.models import ComputeTarget
+from controlplane.text import StoredCharField, StoredTextField
 from workspaces.models import Workspace
 
 from .choices import JobStatus, Target
@@ -27,7 +28,7 @@ class Job(models.Model):
     instance_type = models.CharField(max_length=253, blank=True)
 
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.NOT_STARTED)
-    status_reason = models.TextField(blank=True)
+    status_reason = StoredTextField(blank=True)  # may quote the cluster or the process: any character is stored
     exit_code = models.IntegerField(null=True, blank=True)
     start_time = models.DateTimeField(null=True, blank=True)
     end_time = models.DateTimeField(null=True, blank=True)
@@ -69,12 +70,16 @@ class Job(models.Model):
 
 
 class JobLogLine(models.Model):
-    """One line of a job's output, numbered from 0; `source` names the rank or pod it came from."""
+    """One line of a job's output, numbered from 0; `source` names the rank or pod it came from.
+
+    Output may hold any bytes: invalid UTF-8 is decoded with U+FFFD where it is read, and NUL (which PostgreSQL
+    refuses) and lone surrogates become U+FFFD when stored (controlplane/text.py).
+    """
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="log_lines")
     seq = models.PositiveIntegerField()
-    source = models.CharField(max_length=253, blank=True)
-    text = models.TextField()
+    source = StoredCharField(max_length=253, blank=True)
+    text = StoredTextField()
     time = models.DateTimeField()
 
     class Meta:
@@ -89,7 +94,7 @@ class JobEvent(models.Model):
     time = models.DateTimeField()
     type = models.CharField(max_length=16, default="Normal")  # Normal | Warning, as Kubernetes events
     reason = models.CharField(max_length=64)
-    message = models.TextField(blank=True)
+    message = StoredTextField(blank=True)
 
     class Meta:
         ordering = ["time", "id"]

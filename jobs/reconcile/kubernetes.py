@@ -1,5 +1,9 @@
 """Kubernetes jobs: submit the Job once (deterministic name), observe Jobs and pods per compute, fetch logs, stop."""
 import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
 
 from compute import kube, shapes
 from compute.manifests import GPU, managed_selector
@@ -9,13 +13,20 @@ from compute.selectors import instance_type_get
 
 from ..choices import ACTIVE, JobStatus
 from ..manifests import CONTAINER, job_manifests, kube_job_name
-from ..models import Job
+from ..models import Job, JobEvent
 from ..podstatus import observe, rank_of
 from .status import append_lines, generation_seen, save, transition
 
 logger = logging.getLogger(__name__)
 
 JOB_LABEL = "dockyard.dev/job"
+
+
+@dataclass(frozen=True)
+class Unobservable:
+    """What the loop could not make of one job's objects (an error); the compute's other jobs are observed as usual."""
+
+    error: str
 
 
 def _namespace(job: Job) -> str:
@@ -124,17 +135,52 @@ def observe_compute(compute, jobs: list[Job]) -> dict[int, tuple]:
         pods_by_job.setdefault((pod["metadata"].get("labels") or {}).get(JOB_LABEL, ""), []).append(pod)
     result = {}
     for job in jobs:
-        name = job.runner["job"]
-        selector_used = (job.manifests[-1]["spec"]["template"]["spec"].get("nodeSelector") or {}) if job.manifests else {}
-        pods = sorted(pods_by_job.get(name, []), key=rank_of)
-        result[job.pk] = (observe(live.get(name), pods, selector_used, (job.spec.get("limits") or {}).get("timeout")), pods)
+        try:
+            result[job.pk] = _observe_one(job, live, pods_by_job)
+        except Exception as exc:  # one job's odd objects or record must not stop the observation of the others
+            logger.exception("Could not observe job %s of compute %s", job.name, compute.name)
+            result[job.pk] = (Unobservable(_error_words(exc)), [])
     return result
 
 
+def _observe_one(job: Job, live: dict[str, dict], pods_by_job: dict[str, list[dict]]) -> tuple:
+    name = job.runner["job"]
+    selector_used = (job.manifests[-1]["spec"]["template"]["spec"].get("nodeSelector") or {}) if job.manifests else {}
+    pods = sorted(pods_by_job.get(name, []), key=rank_of)
+    return observe(live.get(name), pods, selector_used, (job.spec.get("limits") or {}).get("timeout")), pods
+
+
+def _error_words(exc: Exception) -> str:
+    return type(exc).__name__ + (f": {str(exc)[:200]}" if str(exc) else "")
+
+
 def apply_observation(job: Job, observed, pods: list[dict], conn=None) -> None:
-    """Write what the cluster said about a job whose row the caller locked (a cancel in between wins)."""
+    """Write what the cluster said about a job whose row the caller locked (a cancel in between wins).
+
+    An error here is this job's alone: its writes are rolled back (a savepoint), its status_reason says what went
+    wrong, and the loop goes on with the compute's other jobs; the next look tries this one again.
+    """
     if job.status not in ACTIVE or job.status == JobStatus.CANCEL_REQUESTED or job.deleting:
         return
+    if isinstance(observed, Unobservable):
+        _mark_unobservable(job, observed.error)
+        return
+    try:
+        with transaction.atomic():
+            _apply(job, observed, pods, conn)
+    except Exception as exc:  # a caught error inside the savepoint leaves the caller's transaction usable
+        logger.exception("Could not apply what the cluster said about job %s", job.name)
+        _mark_unobservable(job, _error_words(exc))
+
+
+def _mark_unobservable(job: Job, error: str) -> None:
+    reason = f"Dockyard could not process what the cluster reports for this job ({error}); it keeps trying."
+    # A plain UPDATE: the in-memory job may hold the rolled-back changes.
+    if Job.objects.filter(pk=job.pk).exclude(status_reason=reason).update(status_reason=reason, updated_at=timezone.now()):
+        JobEvent.objects.create(job_id=job.pk, time=timezone.now(), type="Warning", reason="ObservationFailed", message=reason)
+
+
+def _apply(job: Job, observed, pods: list[dict], conn) -> None:
     try:
         collect_logs(job, conn or connection_for(job.compute), pods)
     except kube.KubeRejected as exc:
@@ -197,7 +243,10 @@ def _new_lines(text: str, mark: dict) -> tuple[list[str], dict]:
     since = _stamp_key(mark["since"]) if mark.get("since") else None
     taken_at_since = mark.get("taken", 0)
     lines, last, taken = [], mark.get("since"), taken_at_since
-    for raw in text.splitlines():
+    # Only "\n" ends a line (as the kubelet splits them): str.splitlines() would also split at \x1c, \x85 or
+    # U+2028 inside a line, and the piece after it has no timestamp.
+    for raw in text.removesuffix("\n").split("\n") if text else []:
+        raw = raw.removesuffix("\r")
         stamp, _, line = raw.partition(" ")
         key = _stamp_key(stamp)
         if since is not None and key < since:

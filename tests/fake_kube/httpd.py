@@ -243,7 +243,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, payload, headers: dict, record: RequestRecord) -> None:
         text = payload if isinstance(payload, str) else json.dumps(payload)
-        data = text.encode()
+        data = text.encode("utf-8", "surrogateescape")  # a log's raw bytes go out as they came (Logs: bytes)
         record.status = status  # before writing: the client may look at the log as soon as it has the answer
         record.headers = {k: v for k, v in headers.items()}
         try:
@@ -317,7 +317,7 @@ class Handler(BaseHTTPRequestHandler):
         self._start_stream("text/plain", record)
         try:
             if text:
-                self._chunk(text.encode())
+                self._chunk(text.encode("utf-8", "surrogateescape"))
             while not kube.stopping.is_set():
                 with logs.changed:
                     logs.changed.wait(0.2)
@@ -325,7 +325,7 @@ class Handler(BaseHTTPRequestHandler):
                 if len(lines) > sent:
                     stamps = flag(call.query.get("timestamps"))
                     fresh = select_lines(lines[sent:], {"timestamps": "true"} if stamps else {}, kube.clock.now())
-                    self._chunk("".join(line + "\n" for line in fresh).encode())
+                    self._chunk("".join(line + "\n" for line in fresh).encode("utf-8", "surrogateescape"))
                     sent = len(lines)
                 pod = kube.store.get(("", "pods"), call.namespace, call.name)
                 if pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):

@@ -69,6 +69,14 @@ class PodRun:
     last_state: dict | None = None  # the previous run's `terminated`, kept as lastState
 
 
+def _lines(text: str | bytes) -> list[str]:
+    """A log's lines. Bytes are a program's raw output, as the kubelet keeps it: split at newlines only, and any
+    bytes that are not UTF-8 kept as they are (surrogateescape: the HTTP layer writes them back as the same bytes)."""
+    if isinstance(text, bytes):
+        return [line.decode("utf-8", "surrogateescape") for line in text.removesuffix(b"\n").split(b"\n")]
+    return text.splitlines()
+
+
 class Logs:
     """Container logs: (time, line) per (namespace, pod, container); followers wait on a condition."""
 
@@ -76,16 +84,16 @@ class Logs:
         self.lines: dict[tuple, list[tuple[datetime, str]]] = {}
         self.changed = threading.Condition()
 
-    def append(self, key: tuple, text: str, when: datetime) -> None:
+    def append(self, key: tuple, text: str | bytes, when: datetime) -> None:
         """Add lines to a container's log."""
         with self.changed:
-            self.lines.setdefault(key, []).extend((when, line) for line in text.splitlines())
+            self.lines.setdefault(key, []).extend((when, line) for line in _lines(text))
             self.changed.notify_all()
 
-    def set(self, key: tuple, text: str, when: datetime) -> None:
+    def set(self, key: tuple, text: str | bytes, when: datetime) -> None:
         """Replace a container's log."""
         with self.changed:
-            self.lines[key] = [(when, line) for line in text.splitlines()]
+            self.lines[key] = [(when, line) for line in _lines(text)]
             self.changed.notify_all()
 
     def get(self, key: tuple) -> list[tuple[datetime, str]]:

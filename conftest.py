@@ -24,6 +24,14 @@ def fast_test_settings(settings):
     settings.WHITENOISE_AUTOREFRESH = True
 
 
+@pytest.fixture(autouse=True)
+def fresh_throttles():
+    """Throttles count in the cache (Redis in the test runs): one test's failed attempts must not refuse the next's."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def make_user(db):
     def make(username: str, *, staff: bool = False, password: str = "correct-horse-battery"):

@@ -51,6 +51,7 @@ def parse_documents(text: str, source: str) -> list[Document]:
     """Every non-empty document of YAML text read from `source` (which relative file paths start from)."""
     base_dir = Path.cwd() if source == STDIN else Path(source).expanduser().resolve().parent
     try:
+        refuse_aliases(text)
         bodies = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{source} is not valid YAML: {exc}", code="InvalidYaml") from None
@@ -59,6 +60,13 @@ def parse_documents(text: str, source: str) -> list[Document]:
         for index, body in enumerate(bodies, start=1)
         if body is not None
     ]
+
+
+def refuse_aliases(text: str) -> None:
+    """The server refuses YAML anchors and aliases (an alias bomb expands a few bytes into gigabytes): so does the CLI."""
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.MarkedYAMLError(problem="YAML anchors and aliases are not accepted", problem_mark=event.start_mark)
 
 
 def parse_assignment(text: str) -> tuple[list[str], object]:

@@ -10,6 +10,8 @@ import yaml
 from croniter import croniter
 from django.core.exceptions import ValidationError
 
+from controlplane.parsers import load_yaml
+
 LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -100,8 +102,8 @@ def validate_address(host: str, allow_link_local: bool) -> None:
 def kubeconfig_summary(text: str, context: str | None) -> dict:
     """Check a kubeconfig's structure and return the chosen context, its cluster server and namespace."""
     try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError:
+        config = load_yaml(text)
+    except (yaml.YAMLError, ValueError):  # ValueError: NUL or a lone surrogate in a value
         raise ValidationError("The kubeconfig is not valid YAML.") from None
     if not isinstance(config, dict) or config.get("kind", "Config") != "Config":
         raise ValidationError("The kubeconfig must be a YAML mapping of kind Config.")

@@ -4,6 +4,7 @@ import json
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404, JsonResponse
@@ -11,6 +12,8 @@ from django.views.defaults import page_not_found, server_error
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from controlplane.parsers import PayloadTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +109,8 @@ def exception_handler(exc, context):
     """Render every API error in the contract's shape; never leak a stack trace."""
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(getattr(exc, "message_dict", None) or exc.messages)
+    if isinstance(exc, RequestDataTooBig):  # Django's own size check (form bodies): the same 413 as ours
+        exc = PayloadTooLarge()
     if isinstance(exc, IntegrityError):
         exc = Conflict("A resource with this name already exists.")
     if isinstance(exc, (Http404, DjangoPermissionDenied)):

@@ -73,6 +73,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "controlplane.middleware.ContentSecurityPolicyMiddleware",
+    "controlplane.middleware.BodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -179,10 +181,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "controlplane.parsers.JSONParser",
         "controlplane.parsers.YAMLParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "controlplane.parsers.FormParser",
+        "controlplane.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "controlplane.pagination.PagePagination",
@@ -196,8 +198,12 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("DOCKYARD_THROTTLE_ANON", "120/min"),
         "user": os.environ.get("DOCKYARD_THROTTLE_USER", "6000/min"),
+        # failed scoring authentications per client address (wrong key, unknown endpoint): then 429 for everything
+        "score_auth": os.environ.get("DOCKYARD_THROTTLE_SCORE_AUTH", "30/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # How many reverse proxies stand in front: 0 throttles by REMOTE_ADDR, never by a client-written X-Forwarded-For.
+    "NUM_PROXIES": int(os.environ.get("DOCKYARD_NUM_PROXIES", "0")),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Dockyard API",
@@ -255,6 +261,24 @@ CELERY_BEAT_SCHEDULE = {
 DOCKYARD_LOCAL_COMPUTE = env_bool("DOCKYARD_LOCAL_COMPUTE", not PRODUCTION)
 # Addresses in link-local / cloud-metadata ranges are refused as compute addresses (SSRF) unless allowed.
 DOCKYARD_ALLOW_LINK_LOCAL = env_bool("DOCKYARD_ALLOW_LINK_LOCAL", False)
+
+# Limits
+# Parsers have limits (DESIGN.md §6): API bodies, scoring bodies, nesting, any one string, a stored spec.
+DOCKYARD_MAX_BODY_BYTES = int(os.environ.get("DOCKYARD_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+DOCKYARD_MAX_SCORE_BYTES = int(os.environ.get("DOCKYARD_MAX_SCORE_BYTES", str(2 * 1024 * 1024)))
+DOCKYARD_MAX_DEPTH = int(os.environ.get("DOCKYARD_MAX_DEPTH", "32"))
+DOCKYARD_MAX_STRING_CHARS = int(os.environ.get("DOCKYARD_MAX_STRING_CHARS", str(256 * 1024)))
+# Django's own check on form bodies, never below ours (the middleware answers first, in the error shape).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(DOCKYARD_MAX_BODY_BYTES, DOCKYARD_MAX_SCORE_BYTES)
+# The studio's scripts, styles and fonts are its own files; htmx and Bootstrap need no inline script or eval.
+# Style attributes stay allowed (the traffic bar's widths); they cannot run script.
+DOCKYARD_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+# Swagger UI's page carries an inline <style> block; its script is a file (drf-spectacular serves it at ?script).
+DOCKYARD_CSP_DOCS_PREFIX = "/api/v1/docs/"
+DOCKYARD_CSP_DOCS = DOCKYARD_CSP.replace("style-src 'self';", "style-src 'self' 'unsafe-inline';")
 
 # Logging: one line per record to stderr; request bodies are never logged.
 LOGGING = {

@@ -6,9 +6,11 @@ the instance type's (the default instance type's when none is named), MLflow mod
 """
 import math
 import re
+from pathlib import PurePosixPath
 
 from compute import quantities
 from compute.manifests import GPU
+from controlplane.specs import limit_errors
 
 ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
@@ -108,6 +110,7 @@ def parse_endpoint(body: object) -> dict:
     for key in ("identity", "public_network_access"):
         if key in body:
             spec[key] = body[key]
+    errors.extend(limit_errors(spec))
     if errors:
         raise SpecErrors(errors)
     return spec
@@ -225,6 +228,9 @@ def _code(value: object, model: dict | None, errors: list) -> dict | None:
     for key in ("code", "scoring_script"):
         if not isinstance(value.get(key), str) or not value[key]:
             errors.append((f"code_configuration.{key}", f"code_configuration.{key} is required."))
+    script = value.get("scoring_script")
+    if isinstance(script, str) and (script.startswith(("/", "\\")) or ".." in PurePosixPath(script.replace("\\", "/")).parts):
+        errors.append(("code_configuration.scoring_script", "scoring_script is a path inside the code folder (no leading / and no ..)."))
     return dict(value)
 
 
@@ -273,6 +279,7 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
     for key in ("model_mount_path", "app_insights_enabled", "data_collector"):
         if key in body:
             spec[key] = body[key]
+    errors.extend(limit_errors(spec))
     if errors:
         raise SpecErrors(errors)
     return spec

@@ -15,6 +15,7 @@ from django.utils import timezone
 from compute import validators, vmsizes
 from compute.choices import ComputeType, Tier
 from compute.serializers import SERIALIZERS
+from controlplane.parsers import load_yaml
 
 HIDDEN = "<hidden>"
 WEEK_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -180,8 +181,8 @@ def kubeconfig_contexts(text: str) -> list[dict]:
     Raises ValueError when the text is no kubeconfig at all.
     """
     try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError:
+        config = load_yaml(text)
+    except (yaml.YAMLError, ValueError):
         raise ValueError("The kubeconfig is not valid YAML.") from None
     if not isinstance(config, dict) or not isinstance(config.get("contexts"), list):
         raise ValueError("The kubeconfig has no list of contexts.")

@@ -13,6 +13,7 @@ from django.conf import settings
 from compute.choices import ComputeType, ProvisioningState
 from compute.manifests import GPU
 from compute.selectors import compute_list, instance_type_list
+from controlplane.parsers import load_yaml_documents
 
 from .compute_form import BoundField, Field, parse_pairs
 
@@ -129,7 +130,7 @@ def _errors_by_field(errors: list[dict], field_of) -> dict[str, list[str]]:
 def parse_yaml(text: str, what: str) -> object:
     """Pasted YAML as one body; refuses text that is not YAML or holds several documents."""
     try:
-        documents = [document for document in yaml.safe_load_all(text) if document is not None]
+        documents = [document for document in load_yaml_documents(text) if document is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -9,6 +9,7 @@ import difflib
 import yaml
 
 from compute.manifests import GPU, INSTANCE_TYPE_API_VERSION
+from controlplane.parsers import load_yaml_documents
 
 from .compute_form import BoundField, Field, parse_pairs
 
@@ -95,7 +96,7 @@ def bind(data, errors: list[dict]) -> tuple[dict[str, BoundField], list[dict]]:
 def parse_yaml(text: str) -> object:
     """Pasted YAML as one body: an InstanceType, an InstanceTypeList, or several InstanceTypes separated by ---."""
     try:
-        documents = [document for document in yaml.safe_load_all(text) if document is not None]
+        documents = [document for document in load_yaml_documents(text) if document is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -8,6 +8,8 @@ import math
 import re
 from datetime import date, datetime
 
+from controlplane.specs import limit_errors
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DOCKER_SIZE = re.compile(r"^([1-9][0-9]*)([bkmg]?)$", re.IGNORECASE)
@@ -77,6 +79,7 @@ def parse_job(body: object) -> dict:
     if isinstance(spec["command"], str):
         _check_references(spec, errors)
     spec = _json_safe(spec, "", errors)
+    errors.extend(row for row in limit_errors(spec) if row not in errors)  # _text checked display_name already
     if errors:
         raise SpecErrors(errors)
     # compute stays even when empty: "" is serverless, and services read it to place the job

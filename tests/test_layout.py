@@ -65,7 +65,7 @@ def test_jobs_reconcile_takes_only_the_connection_helpers_of_compute_reconcile()
         assert all(name.startswith("compute.reconcile.computes") for name in borrowed), (path, borrowed)
 
 
-PURE = ["compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py", "compute/quantities.py",
+PURE = ["controlplane/specs.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py", "compute/quantities.py",
         "jobs/spec.py", "jobs/manifests.py", "jobs/podstatus.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 

@@ -1,6 +1,8 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from controlplane.specs import MAX_DESCRIPTION, tag_errors
+
 from .choices import Role
 from .models import ApiToken, AuditEvent, Membership, Workspace, validate_workspace_name
 
@@ -8,6 +10,8 @@ from .models import ApiToken, AuditEvent, Membership, Workspace, validate_worksp
 def validate_tags(value):
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise serializers.ValidationError("Tags must be a map of strings to strings.")
+    for _target, message in tag_errors(value)[:1]:
+        raise serializers.ValidationError(message)
     return value
 
 
@@ -21,7 +25,7 @@ class WorkspaceSerializer(serializers.ModelSerializer):
         fields = ["name", "display_name", "description", "tags", "role", "created_by", "created_at", "updated_at"]
         read_only_fields = ["created_at", "updated_at"]
         # No unique check here: a taken name is the service's 409 Conflict, not a 400.
-        extra_kwargs = {"name": {"validators": [validate_workspace_name]}}
+        extra_kwargs = {"name": {"validators": [validate_workspace_name]}, "description": {"max_length": MAX_DESCRIPTION}}
 
     def get_role(self, workspace) -> str | None:
         return getattr(workspace, "my_role", None)

@@ -4,8 +4,9 @@ import logging
 import time
 from functools import lru_cache
 
-import yaml
 from django.utils import timezone
+
+from controlplane.parsers import load_yaml
 
 from .. import kube
 from ..choices import ComputeType, ProvisioningState
@@ -30,7 +31,7 @@ CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 @lru_cache(maxsize=64)
 def _parsed(kubeconfig: str) -> dict:
     # Every reconcile builds a connection; parsing a real kubeconfig (kilobytes of certificates) cost more than the apply.
-    return yaml.load(kubeconfig or "{}", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    return load_yaml(kubeconfig or "{}") or {}
 
 
 def connection(server: str, kubeconfig: str, context: str | None, in_cluster: bool = False) -> kube.Connection:

@@ -1,10 +1,14 @@
 """Online endpoints API: endpoints, their deployments, keys, and scoring."""
+import math
+
 from django.http import Http404, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from controlplane.api import BadRequest, ETagMixin, error_body
@@ -187,26 +191,69 @@ def _bearer(request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-def _member(token: str | None, workspace) -> bool:
-    """A Dockyard API token of a workspace member (no session: this view is not CSRF-protected)."""
+UNAUTHORISED = "Scoring needs one of the endpoint's keys (or, for aml_token, a member's token) as 'Authorization: Bearer ...'."
+
+
+def _unauthorised() -> JsonResponse:
+    """The one 401 of scoring: a wrong key, a missing endpoint and a hidden workspace read the same, byte for byte."""
+    return _error(401, "Unauthorized", UNAUTHORISED, WWW_Authenticate="Bearer")
+
+
+def _role_check(token: str | None, workspace, action: str) -> str:
+    """'ok', 'forbidden' (a member without the role) or 'unknown' (no token, a bad one, or not a member)."""
     user = user_for_token(token) if token else None
-    return bool(user and access.can(user, workspace, "read"))
+    if not user or not access.can(user, workspace, "read"):
+        return "unknown"
+    return "ok" if access.can(user, workspace, action) else "forbidden"
 
 
-def _authorised(request, endpoint: OnlineEndpoint) -> bool:
-    """key: one of the endpoint's keys. aml_token: a workspace member's Dockyard token."""
+def _authorisation(request, endpoint: OnlineEndpoint) -> str:
+    """key: one of the endpoint's keys. aml_token: a Dockyard token of a member who may use endpoints (contributor+)."""
     token = _bearer(request)
     if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY:
-        return bool(token) and keys.matches(token, [endpoint.primary_key_hash, endpoint.secondary_key_hash])
-    return _member(token, endpoint.workspace)
+        matched = bool(token) and keys.matches(token, [endpoint.primary_key_hash, endpoint.secondary_key_hash])
+        return "ok" if matched else "unknown"
+    # No session: this view is not CSRF-protected. Scoring is using the endpoint, which readers may not (API.md).
+    return _role_check(token, endpoint.workspace, "use")
 
 
-def _unknown_endpoint(request, workspace_name: str, name: str) -> JsonResponse:
+def _unknown_endpoint(request, workspace_name: str, name: str, throttle: "ScoreAuthThrottle") -> JsonResponse:
     """404 only for a member of the workspace; anyone else gets the same 401 as a wrong key, so names don't leak."""
     workspace = Workspace.objects.filter(name=workspace_name).first()
-    if workspace is not None and _member(_bearer(request), workspace):
+    if workspace is not None and _role_check(_bearer(request), workspace, "read") == "ok":
         return _error(404, "NotFound", f"There is no online endpoint '{name}' here.")
-    return _error(401, "Unauthorized", f"Scoring '{name}' needs one of its keys as 'Authorization: Bearer ...'.", WWW_Authenticate="Bearer")
+    throttle.record_failure()
+    return _unauthorised()
+
+
+class ScoreAuthThrottle(SimpleRateThrottle):
+    """Failed scoring authentications per client address; past the rate, every scoring call from it gets 429.
+
+    Refusing the good guesses too while blocked is the point: an answer that differs would tell a guessed key.
+    """
+
+    scope = "score_auth"
+
+    def get_rate(self) -> str:
+        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]  # read now, so a changed setting applies
+
+    def get_cache_key(self, request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    def blocked(self, request) -> bool:
+        self.key = self.get_cache_key(request, None)
+        self.now = self.timer()
+        self.history = [moment for moment in self.cache.get(self.key, []) if moment > self.now - self.duration]
+        return len(self.history) >= self.num_requests
+
+    def record_failure(self) -> None:
+        self.history.insert(0, self.now)
+        self.cache.set(self.key, self.history, self.duration)
+
+    def too_many(self) -> JsonResponse:
+        wait = max(1, math.ceil(self.wait() or 1))
+        message = f"Too many failed scoring authentications from this address; retry in {wait} seconds."
+        return _error(429, "TooManyRequests", message, Retry_After=str(wait))
 
 
 class ScoreView(APIView):
@@ -243,13 +290,19 @@ class ScoreView(APIView):
         parameters=[OpenApiParameter(dataplane.HEADER, str, OpenApiParameter.HEADER, description="the deployment to use")],
     )
     def post(self, request, workspace_name: str, name: str):
+        throttle = ScoreAuthThrottle()
+        if throttle.blocked(request):
+            return throttle.too_many()
         target = selectors.scoring_target(workspace_name=workspace_name, endpoint_name=name)
         if target is None:
-            return _unknown_endpoint(request, workspace_name, name)
+            return _unknown_endpoint(request, workspace_name, name, throttle)
         endpoint, deployments = target
-        if not _authorised(request, endpoint):
-            needed = "one of its keys" if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY else "a workspace member's Dockyard token"
-            return _error(401, "Unauthorized", f"Scoring '{name}' needs {needed} as 'Authorization: Bearer ...'.", WWW_Authenticate="Bearer")
+        verdict = _authorisation(request, endpoint)
+        if verdict == "forbidden":
+            return _error(403, "Forbidden", f"Scoring needs the contributor role in workspace '{workspace_name}'.")
+        if verdict != "ok":
+            throttle.record_failure()
+            return _unauthorised()
         try:
             # The Content-Type header as sent, parameters (charset) included, as DRF's request.content_type gave it.
             content_type = request.META.get("CONTENT_TYPE", "")

@@ -316,5 +316,7 @@ def test_scoring_an_aml_token_endpoint_needs_a_members_token(role, users, worksp
     response = api_as(role).post(f"{EP}/tok/score", {"numbers": [1]}, format="json")
     if role in ("anonymous", "outsider"):
         assert_error(response, 401, "Unauthorized")
+    elif role == "reader":
+        assert_error(response, 403, "Forbidden")  # scoring uses the endpoint: contributor and up (API.md's 403)
     else:
         assert_error(response, 404, "NoTraffic")  # past the token check

@@ -25,6 +25,12 @@ def fast_test_settings(settings):
 
 
 @pytest.fixture(autouse=True)
+def shared_test_data(settings):
+    """Local deployments read code and models only from DOCKYARD_LOCAL_PATHS: the tests share their data folder."""
+    settings.DOCKYARD_LOCAL_PATHS = [settings.BASE_DIR / "endpoints" / "tests" / "data"]
+
+
+@pytest.fixture(autouse=True)
 def fresh_throttles():
     """Throttles count in the cache (Redis in the test runs): one test's failed attempts must not refuse the next's."""
     from django.core.cache import cache

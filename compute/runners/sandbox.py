@@ -215,9 +215,15 @@ def _base_prefix(venv: Path) -> Path | None:
 
 
 def local_path_roots() -> list[Path]:
-    """DOCKYARD_LOCAL_PATHS, less any root that holds or lies in Dockyard's own files (those are never shared)."""
+    """DOCKYARD_LOCAL_PATHS, less any root that would share Dockyard's own files.
+
+    A root may be a folder inside the source tree (the tests share their data folder), never the tree itself or a
+    folder holding it, and never one that holds or lies in var/ or the folders tenants' processes write.
+    """
+    base, *written = protected()
     roots = [Path(os.path.realpath(root)) for root in getattr(settings, "DOCKYARD_LOCAL_PATHS", []) if str(root)]
-    return [root for root in roots if root != Path("/") and not any(_overlaps(root, place) for place in protected())]
+    return [root for root in roots if root != base and root not in base.parents
+            and not any(_overlaps(root, place) for place in written)]
 
 
 def local_path_bind(path: str | Path, what: str) -> Bind:

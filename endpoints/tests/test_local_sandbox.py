@@ -1,0 +1,231 @@
+"""Local deployments in their sandbox (issue 9, finding 1): the scoring script sees only what it was given, the server
+has no TCP port, and a tenant's job cannot reach it. Real inference servers, driven by reconcile (no worker).
+"""
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from compute.runners import local as runner
+from endpoints import reconcile
+from endpoints.models import OnlineDeployment, OnlineEndpoint
+from jobs import reconcile as job_reconcile
+from jobs.models import Job
+
+
+@pytest.fixture(autouse=True)
+def local_compute_on(workspace):
+    """Local compute is off by default: enabled for the workspace, as staff would."""
+    workspace.local_compute_enabled = True
+    workspace.save()
+    return workspace
+
+
+BASE = "/api/v1/workspaces/team-a/online-endpoints"
+ADDER = Path(__file__).parent / "data" / "adder"
+KEYS: dict[str, str] = {}  # the endpoint's primary key, shown once at its creation
+# A scoring script that goes looking: it answers with what it could read and where it runs.
+SNOOP = '''
+import json, os, socket
+
+def init():
+    pass
+
+def run(raw_data):
+    paths = json.loads(raw_data)["paths"]
+    seen = {}
+    for path in paths:
+        try:
+            seen[path] = open(path).read() if os.path.isfile(path) else sorted(os.listdir(path))
+        except OSError as exc:
+            seen[path] = type(exc).__name__
+    try:
+        socket.create_connection(("127.0.0.1", 5432), timeout=2).close()
+        network = "open"
+    except OSError:
+        network = "refused"
+    return {"seen": seen, "uid": os.getuid(), "network": network, "environ": dict(os.environ)}
+'''
+
+
+@pytest.fixture(autouse=True)
+def folders(settings, tmp_path):
+    settings.DOCKYARD_DEPLOYMENT_DIR = tmp_path / "deployments"
+    settings.DOCKYARD_JOB_DIR = tmp_path / "jobs"
+    KEYS.clear()
+    shared = tmp_path / "shared"
+    settings.DOCKYARD_LOCAL_PATHS = [shared]
+    shutil.copytree(ADDER, shared / "adder")
+    (shared / "snoop").mkdir()
+    (shared / "snoop" / "score.py").write_text(SNOOP)
+    (shared / "model").mkdir()
+    (shared / "model" / "weights.txt").write_text("w\n")
+    yield shared
+    for pid_file in list(Path(settings.DOCKYARD_DEPLOYMENT_DIR).glob(f"*/*/*/{runner.PID_FILE}")) + list(
+            Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}")):
+        process = runner.adopt(pid_file.parent)
+        if process and runner.group_alive(process.pid):
+            runner.kill_group(process, grace=0.2)
+
+
+@pytest.fixture
+def planted(settings):
+    secret = f"admin:{uuid.uuid4().hex}"
+    path = Path(settings.VAR_DIR) / f"admin-credentials-{uuid.uuid4().hex[:8]}.txt"
+    path.write_text(secret + "\n")
+    yield path, secret
+    path.unlink(missing_ok=True)
+
+
+def deployment(name: str) -> OnlineDeployment:
+    return OnlineDeployment.objects.select_related("endpoint", "endpoint__workspace").get(name=name)
+
+
+def settle(name: str, seconds: float = 60, state: str = "Succeeded") -> OnlineDeployment:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        reconcile.reconcile_deployment(deployment(name))
+        row = deployment(name)
+        if row.provisioning_state == state:
+            return row
+        time.sleep(0.3)
+    raise AssertionError(f"{name}: {row.provisioning_state} {row.provisioning_errors} {row.status}")
+
+
+def deploy(api, code: Path | str, name: str = "blue", **extra) -> dict:
+    """An endpoint `ep` with one deployment taking all traffic; returns the endpoint's keys."""
+    if not OnlineEndpoint.objects.filter(name="probe").exists():
+        response = api.post(f"{BASE}/", {"name": "probe", "compute": "local"}, format="json")
+        assert response.status_code == 201, response.json()
+        KEYS["probe"] = response.json()["keys"]["primaryKey"]
+        reconcile.reconcile_endpoint(OnlineEndpoint.objects.select_related("workspace").get(name="probe"))
+    body = {"name": name, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
+            "environment": {"image": "unused"}, **extra}
+    response = api.post(f"{BASE}/probe/deployments/", body, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def score(client, key: str, body: dict, name: str = "blue"):
+    return client.post(f"{BASE}/probe/score", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}",
+                       HTTP_AZUREML_MODEL_DEPLOYMENT=name)
+
+
+def key_of(api) -> str:
+    return KEYS["probe"]
+
+
+def listening_tcp(pid: int) -> list[str]:
+    """TCP sockets in LISTEN state that the process holds (its network namespace may be the host's)."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            held.add(target[8:-1])
+    rows = []
+    for table in ("tcp", "tcp6"):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        rows += [line for line in lines if line.split()[3] == "0A" and line.split()[9] in held]
+    return rows
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                raw = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(raw[raw.rindex(")") + 2:].split()[2]) == pgid:
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_the_scoring_script_sees_only_what_it_was_given(owner_api, client, folders, planted):
+    path, secret = planted
+    deploy(owner_api, folders / "snoop", model={"path": str(folders / "model")},
+           environment_variables={"MINE": "yes"})
+    row = settle("blue")
+    model_dir = str(folders / "model")
+    paths = [str(path), str(settings.VAR_DIR), str(settings.BASE_DIR), str(settings.DOCKYARD_DEPLOYMENT_DIR),
+             str(Path(row.runner["folder"]) / runner.LOG_FILE), f"{model_dir}/weights.txt", "/root"]
+    answer = score(client, key_of(owner_api), {"paths": paths})
+    assert answer.status_code == 200, answer.content
+    result = answer.json()
+    seen = result["seen"]
+    assert secret not in json.dumps(result)
+    assert seen[str(path)] == seen[str(settings.VAR_DIR)] == "FileNotFoundError"
+    assert seen[str(settings.BASE_DIR)] == [".venv-inference"]  # the inference venv alone, not the tree around it
+    assert seen[str(Path(row.runner["folder"]) / runner.LOG_FILE)] == "FileNotFoundError"  # nor its own run folder
+    assert seen[f"{model_dir}/weights.txt"] == "w\n"  # what it was given, read-only
+    assert seen["/root"] in ([".pyenv"], "PermissionError")  # only the base interpreter the venv was made from
+    assert result["uid"] != 0 and result["network"] == "refused"
+    assert result["environ"]["MINE"] == "yes" and "DATABASE_URL" not in result["environ"]
+    assert "SECRET_KEY" not in result["environ"] and "CELERY_BROKER_URL" not in result["environ"]
+    reconcile.local.stop_local(deployment("blue"))
+
+
+def test_the_server_has_no_tcp_port_and_a_job_cannot_reach_its_socket(owner_api, client, workspace):
+    """Even a job given the host's network finds nothing to call: the server listens on a socket in its folder."""
+    workspace.local_network_enabled = True  # the worst case: the job shares the host's network namespace
+    workspace.save()
+    deploy(owner_api, Path(settings.DOCKYARD_LOCAL_PATHS[0]) / "adder", environment_variables={"DEPLOYMENT_NAME": "blue"})
+    row = settle("blue")
+    sock = Path(row.runner["socket"])
+    assert sock.is_socket() and oct(sock.stat().st_mode & 0o777) == "0o600", oct(sock.stat().st_mode)
+    assert score(client, key_of(owner_api), {"numbers": [1, 2]}).json()["sum"] == 3  # Dockyard reaches it
+    pids = group_pids(row.runner["pid"])
+    assert pids and not [pid for pid in pids if listening_tcp(pid)], "a server process listens on TCP"
+    command = (f"ls {sock.parent} {Path(row.runner['folder'])}; "
+               "python3 - <<'EOF'\n"
+               "import os, socket\n"
+               "s = socket.socket(socket.AF_UNIX)\n"
+               "try:\n"
+               f"    folder = os.open({str(sock.parent)!r}, os.O_PATH)  # (the path is longer than an address holds)\n"
+               f"    s.connect(f'/proc/self/fd/{{folder}}/{sock.name}'); print('connected')\n"
+               "except OSError as exc:\n"
+               "    print('blocked', type(exc).__name__)\n"
+               "EOF")
+    response = owner_api.post("/api/v1/workspaces/team-a/jobs/", {"compute": "local", "command": command}, format="json")
+    assert response.status_code == 201, response.json()
+    name = response.json()["name"]
+    deadline = time.monotonic() + 30
+    while job_reconcile.reconcile_job(Job.objects.select_related("workspace", "compute").get(name=name)) is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    job = Job.objects.get(name=name)
+    log = "\n".join(line.text for line in job.log_lines.all())
+    assert job.status == "Completed", (job.status_reason, log)
+    assert "connected" not in log and "blocked FileNotFoundError" in log and log.count("No such file") == 2, log
+    reconcile.local.stop_local(deployment("blue"))
+
+
+@pytest.mark.parametrize("where", ["source-tree", "var", "outside-the-shared-folders"])
+def test_code_or_model_outside_the_shared_folders_is_refused(owner_api, where, tmp_path, settings):
+    other = tmp_path / "elsewhere"
+    shutil.copytree(ADDER, other)
+    code, model = {"source-tree": (ADDER, None), "var": (other, settings.VAR_DIR),
+                   "outside-the-shared-folders": (other, None)}[where]
+    extra = {"model": {"path": str(model)}} if model else {}
+    deploy(owner_api, code, **extra)
+    row = settle("blue", state="Failed")
+    (error,) = row.provisioning_errors
+    assert error["code"] == "StartFailed" and "DOCKYARD_LOCAL_PATHS" in error["message"], error
+    assert not row.runner.get("pid") and not (row.local_folder / runner.PID_FILE).exists()
+
+
+def test_a_shared_root_holding_dockyards_files_is_ignored(settings, tmp_path):
+    from compute.runners import sandbox
+
+    settings.DOCKYARD_LOCAL_PATHS = [settings.BASE_DIR, settings.BASE_DIR.parent, settings.VAR_DIR, Path("/"),
+                                     settings.DOCKYARD_JOB_DIR, tmp_path / "ok"]
+    assert sandbox.local_path_roots() == [Path(os.path.realpath(tmp_path / "ok"))]

@@ -1,0 +1,260 @@
+"""The attacks a contributor ran with `compute: local` (issue 9, finding 1), replayed against the sandbox: each must fail.
+
+Real processes in real bubblewrap sandboxes, driven by reconcile (no worker), on this host. Every secret the job tries
+to reach exists on the host and is readable by the test process, so a sandbox that let it through would fail the test.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from compute.runners import local as runner
+from compute.runners import sandbox
+from jobs import reconcile
+from jobs.models import Job
+from jobs.reconcile.local import run_folder
+
+
+@pytest.fixture(autouse=True)
+def local_compute_on(workspace):
+    """Local compute is off by default: enabled for the workspace, as staff would."""
+    workspace.local_compute_enabled = True
+    workspace.save()
+    return workspace
+
+
+BASE = "/api/v1/workspaces/team-a/jobs"
+
+
+@pytest.fixture(autouse=True)
+def job_dir(settings, tmp_path):
+    settings.DOCKYARD_JOB_DIR = tmp_path / "jobs"
+    yield
+    for pid_file in Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}"):
+        process = runner.adopt(pid_file.parent)
+        if process and runner.group_alive(process.pid):
+            runner.kill_group(process, grace=0.2)
+
+
+@pytest.fixture
+def planted(settings):
+    """A secret file where the attacker found one: var/admin-credentials…txt of this installation (removed after)."""
+    secret = f"admin:{uuid.uuid4().hex}"
+    path = Path(settings.VAR_DIR) / f"admin-credentials-{uuid.uuid4().hex[:8]}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(secret + "\n")
+    yield path, secret
+    path.unlink(missing_ok=True)
+
+
+def submit(api, command: str, **body) -> str:
+    response = api.post(f"{BASE}/", {"compute": "local", "command": command, **body}, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()["name"]
+
+
+def look(name: str) -> float | None:
+    return reconcile.reconcile_job(Job.objects.select_related("workspace", "compute").get(name=name))
+
+
+def run(api, command: str, seconds: float = 30, **body) -> tuple[Job, str]:
+    """Submit, follow until the end; the job and its whole log."""
+    name = submit(api, command, **body)
+    deadline = time.monotonic() + seconds
+    while look(name) is not None:
+        assert time.monotonic() < deadline, "the job did not end"
+        time.sleep(0.1)
+    job = Job.objects.get(name=name)
+    return job, "\n".join(line.text for line in job.log_lines.all())
+
+
+def started(api, command: str) -> Job:
+    name = submit(api, command)
+    look(name)
+    return Job.objects.get(name=name)
+
+
+def test_an_ordinary_job_still_runs_writes_its_folder_and_logs(owner_api):
+    job, log = run(owner_api, 'echo hello; python3 -c "print(6 * 7)"; echo kept > $HOME/out.txt; '
+                              'echo scratch > /tmp/x && cat /tmp/x; echo err >&2; exit 0')
+    assert job.status == "Completed", (job.status_reason, log)
+    assert log.splitlines() == ["hello", "42", "scratch", "err"]
+    assert (run_folder(job) / "workdir" / "out.txt").read_text() == "kept\n"
+
+
+def test_a_job_does_not_run_as_root(owner_api):
+    job, log = run(owner_api, "id -u; id -g; cat /proc/self/status | grep ^Cap")
+    assert job.status == "Completed", log
+    uid, gid, *caps = log.splitlines()
+    assert uid == gid == str(sandbox.NOBODY) and uid != "0"
+    assert caps and all(line.split()[1] == "0000000000000000" for line in caps), caps  # no capability at all
+
+
+def test_a_job_cannot_read_the_admin_credentials_in_var(owner_api, planted):
+    path, secret = planted
+    assert path.read_text().strip() == secret  # there on the host, readable by the worker
+    job, log = run(owner_api, f"cat {path}; ls -a {path.parent}; ls -a {settings.BASE_DIR}; "
+                              f"grep -rs admin: {settings.VAR_DIR} /work /root; echo end")
+    assert job.status == "Completed", log
+    assert secret not in log and "No such file or directory" in log
+    assert "secret-key" not in log and "manage.py" not in log  # neither var/ nor the source tree is there
+
+
+def test_a_job_cannot_read_another_jobs_folder(owner_api):
+    other_secret = uuid.uuid4().hex
+    other = started(owner_api, f"echo {other_secret} > mine.txt; sleep 60")
+    other_file = run_folder(other) / "workdir" / "mine.txt"
+    deadline = time.monotonic() + 10
+    while not other_file.exists():
+        assert time.monotonic() < deadline, "the first job never wrote its file"
+        time.sleep(0.05)
+    assert other_file.read_text().strip() == other_secret
+    jobs_dir = Path(settings.DOCKYARD_JOB_DIR) / "team-a"
+    job, log = run(owner_api, f"ls {jobs_dir}; echo ---; cat {other_file} ../{other.name}/workdir/mine.txt "
+                              f"{run_folder(other) / runner.LOG_FILE}; echo end")
+    assert job.status == "Completed", log
+    listed, _, rest = log.partition("---")
+    assert listed.split() == [job.name]  # its own folder only: the other job's is not there
+    assert other_secret not in log and rest.count("No such file or directory") == 3, rest
+    runner.kill_group(runner.Process.from_dict(Job.objects.get(pk=other.pk).runner), grace=0.2)
+
+
+def test_a_job_sees_no_other_process_and_no_environment_in_proc(owner_api):
+    """The attacker grepped DATABASE_URL out of /proc/*/environ: the worker's own, and another process's."""
+    marker = f"postgres://dockyard:{uuid.uuid4().hex}@db/dockyard"
+    other = subprocess.Popen(["sleep", "60"], env={"DATABASE_URL": marker})
+    try:
+        assert marker in Path(f"/proc/{other.pid}/environ").read_text(errors="replace")  # the host can read it
+        database_url = os.environ["DATABASE_URL"]
+        assert database_url in Path(f"/proc/{os.getpid()}/environ").read_text(errors="replace")
+        job, log = run(owner_api, f"cat /proc/{os.getpid()}/environ /proc/{other.pid}/environ; "
+                                  "grep -l -a DATABASE_URL /proc/*/environ; cat /proc/1/environ; "
+                                  "ls /proc | grep -c '^[0-9]'")
+    finally:
+        other.kill()
+        other.wait()
+    assert job.status == "Completed", log
+    assert marker not in log and database_url not in log and "DATABASE_URL" not in log
+    count = int(log.splitlines()[-1])
+    assert count < 10, f"{count} processes visible"  # its own pid namespace: only the job's few processes
+
+
+def test_a_job_gets_none_of_the_worker_environment(owner_api, monkeypatch):
+    secrets = {"SECRET_KEY": uuid.uuid4().hex, "FIELD_ENCRYPTION_KEYS": uuid.uuid4().hex}
+    for key, value in secrets.items():
+        monkeypatch.setenv(key, value)
+    job, log = run(owner_api, "env; cat /proc/self/environ", environment_variables={"MINE": "yes"})
+    assert job.status == "Completed", log
+    assert not [value for value in secrets.values() if value in log]
+    names = {line.split("=", 1)[0] for line in log.splitlines() if "=" in line}
+    assert "MINE" in names and not names & {"DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE",
+                                            *secrets}
+
+
+def test_a_job_cannot_write_into_var_or_the_source_tree(owner_api):
+    name = f"written-by-a-job-{uuid.uuid4().hex[:8]}"
+    targets = [Path(settings.VAR_DIR) / name, Path(settings.BASE_DIR) / name, Path(settings.BASE_DIR) / "jobs" / name]
+    command = "; ".join(f"mkdir -p {target.parent}; echo pwned > {target}" for target in targets) + "; ls -a /"
+    try:
+        job, log = run(owner_api, command)
+        assert job.status == "Completed", log
+        assert not [target for target in targets if target.exists()]
+    finally:
+        for target in targets:
+            target.unlink(missing_ok=True)
+
+
+def test_a_job_cannot_forge_its_pid_file_or_exit_code(owner_api):
+    job, log = run(owner_api, "echo 0 > ../exit_code; echo 1 > ../run.pid; echo 0 > $DOCKYARD_JOB_DIR/../exit_code; exit 3")
+    assert (job.status, job.exit_code) == ("Failed", 3), log
+    assert (run_folder(job) / runner.EXIT_FILE).read_text().strip() == "3"
+
+
+def open_port(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+CONNECT = ("import socket, sys\n"
+           "for port in (5432, 6379):\n"
+           "    try:\n"
+           "        socket.create_connection(('127.0.0.1', port), timeout=3).close(); print(port, 'open')\n"
+           "    except OSError as exc:\n"
+           "        print(port, 'refused', exc.errno)\n")
+
+
+def test_a_job_has_no_network_to_the_database_or_redis(owner_api):
+    assert open_port(5432) and open_port(6379)  # PostgreSQL and Redis answer on the host's loopback
+    job, log = run(owner_api, "python3 - <<'EOF'\n" + CONNECT + "EOF")
+    assert job.status == "Completed", log
+    assert "open" not in log and log.count("refused") == 2, log
+
+
+def test_a_workspace_allowed_the_network_reaches_it(owner_api, workspace):
+    """The flag is what opens it (so the test above can fail): with it, the same job connects."""
+    workspace.local_network_enabled = True
+    workspace.save()
+    job, log = run(owner_api, "python3 - <<'EOF'\n" + CONNECT + "EOF")
+    assert job.status == "Completed", log
+    assert log.count("open") == 2, log
+
+
+@pytest.fixture
+def fake_venv(tmp_path):
+    """A virtualenv made the ordinary way (outside Dockyard's tree)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return venv
+
+
+def test_a_venv_outside_dockyard_is_visible_read_only(owner_api, fake_venv):
+    job, log = run(owner_api, 'python -c "import sys; print(sys.prefix)"; touch $VIRTUAL_ENV/x 2>&1 || echo read-only',
+                   environment={"venv": str(fake_venv)})
+    assert job.status == "Completed", log
+    assert log.splitlines()[0] == str(fake_venv) and "read-only" in log and not (fake_venv / "x").exists()
+
+
+@pytest.mark.parametrize("venv", ["own", "inference", "root", "var", "not-a-venv", "relative"])
+def test_a_venv_that_would_show_dockyards_files_is_refused(owner_api, venv, tmp_path):
+    paths = {"own": Path(settings.BASE_DIR) / ".venv", "inference": settings.DOCKYARD_INFERENCE_VENV, "root": Path("/"),
+             "var": Path(settings.VAR_DIR), "not-a-venv": tmp_path, "relative": Path(".venv")}
+    marker = tmp_path / "ran"
+    job, log = run(owner_api, f"touch {marker}; cat {settings.BASE_DIR}/controlplane/settings.py",
+                   environment={"venv": str(paths[venv])})
+    assert job.status == "Failed" and "could not be started" in job.status_reason, (job.status_reason, log)
+    assert ("Dockyard's own files" in job.status_reason or "not a virtualenv" in job.status_reason
+            or "absolute path" in job.status_reason), job.status_reason
+    assert not marker.exists() and "SECRET_KEY" not in log and not job.runner.get("pid")
+
+
+def test_a_venv_symlinked_to_dockyards_venv_is_refused(owner_api, tmp_path):
+    link = tmp_path / "innocent-venv"
+    link.symlink_to(Path(settings.BASE_DIR) / ".venv")
+    job, _ = run(owner_api, "echo ran", environment={"venv": str(link)})
+    assert job.status == "Failed" and "Dockyard's own files" in job.status_reason, job.status_reason
+
+
+def test_a_forged_venv_cannot_bind_dockyards_tree_as_its_interpreter(owner_api, tmp_path):
+    """A venv whose pyvenv.cfg names Dockyard's tree as `home`: binding that "interpreter" would show the tree."""
+    forged = tmp_path / "forged"
+    (forged / "bin").mkdir(parents=True)
+    (forged / "pyvenv.cfg").write_text(f"home = {settings.BASE_DIR}/bin\nversion = 3.11.7\n")
+    job, log = run(owner_api, f"ls {settings.BASE_DIR}", environment={"venv": str(forged)})
+    assert job.status == "Failed" and "interpreter in Dockyard's own files" in job.status_reason, job.status_reason
+    assert "manage.py" not in log
+
+
+def test_a_venv_made_by_another_job_is_refused(owner_api, fake_venv):
+    """Job folders are written by tenants: a venv (or a forged pyvenv.cfg) there is never bound into another job."""
+    first, _ = run(owner_api, f"mkdir venv && cp {fake_venv}/pyvenv.cfg venv/ && echo made", environment={"venv": str(fake_venv)})
+    planted = run_folder(first) / "workdir" / "venv"
+    assert (planted / "pyvenv.cfg").is_file()
+    job, _ = run(owner_api, "echo ran", environment={"venv": str(planted)})
+    assert job.status == "Failed" and "Dockyard's own files" in job.status_reason, job.status_reason

@@ -9,6 +9,7 @@ from django.utils import timezone
 from compute import capabilities, shapes
 from compute.choices import ComputeType, ProvisioningState
 from compute.models import ComputeTarget
+from compute.runners import sandbox
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from workspaces.audit import audit_record, changed_fields
@@ -209,6 +210,15 @@ def _local_problems(spec: dict) -> list[tuple[str, str]]:
     for path, value in (("code_configuration.code", code and code["code"]), ("model.path", model and model["path"])):
         if value and not Path(value).is_absolute():
             errors.append((path, f"Give an absolute path on the Dockyard host (not {value!r})."))
+    if errors:
+        return errors
+    # Only what this server shares with local deployments is shown to their sandbox (never Dockyard's own files).
+    for path, value, what in (("code_configuration.code", code and code["code"], "code folder"),
+                              ("model.path", model and model["path"], "model path")):
+        try:
+            value and sandbox.local_path_bind(value, what)
+        except sandbox.Refused as exc:
+            errors.append((path, str(exc)))
     if errors:
         return errors
     if code:

@@ -16,6 +16,7 @@ from endpoints import reconcile
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from jobs import reconcile as job_reconcile
 from jobs.models import Job
+from tests.support import assert_error
 
 
 @pytest.fixture(autouse=True)
@@ -209,14 +210,26 @@ def test_the_server_has_no_tcp_port_and_a_job_cannot_reach_its_socket(owner_api,
     reconcile.local.stop_local(deployment("blue"))
 
 
-@pytest.mark.parametrize("where", ["source-tree", "var", "outside-the-shared-folders"])
-def test_code_or_model_outside_the_shared_folders_is_refused(owner_api, where, tmp_path, settings):
+@pytest.mark.parametrize("where", ["source-tree", "var", "outside-the-shared-folders", "symlink-out"])
+def test_code_or_model_outside_the_shared_folders_is_refused(owner_api, where, tmp_path, settings, folders):
     other = tmp_path / "elsewhere"
     shutil.copytree(ADDER, other)
-    code, model = {"source-tree": (ADDER, None), "var": (other, settings.VAR_DIR),
-                   "outside-the-shared-folders": (other, None)}[where]
-    extra = {"model": {"path": str(model)}} if model else {}
-    deploy(owner_api, code, **extra)
+    (folders / "link").symlink_to(Path(settings.BASE_DIR) / "controlplane")  # inside a shared folder, pointing out
+    code, model = {"source-tree": (Path(settings.BASE_DIR) / "endpoints" / "tests" / "data" / "adder", None),
+                   "var": (folders / "adder", settings.VAR_DIR), "outside-the-shared-folders": (other, None),
+                   "symlink-out": (folders / "adder", folders / "link")}[where]
+    deploy(owner_api, folders / "adder")  # (the endpoint, and a deployment that is fine)
+    body = {"name": "bad", "code_configuration": {"code": str(code), "scoring_script": "score.py"},
+            "environment": {"image": "unused"}, **({"model": {"path": str(model)}} if model else {})}
+    response = owner_api.post(f"{BASE}/probe/deployments/", body, format="json")
+    error = assert_error(response, 400, "InvalidDeployment", "model.path" if model else "code_configuration.code")
+    assert "DOCKYARD_LOCAL_PATHS" in error["message"], error
+    assert not OnlineDeployment.objects.filter(name="bad").exists()
+
+
+def test_a_path_no_longer_shared_when_the_server_starts_is_refused_then(owner_api, settings, folders):
+    deploy(owner_api, folders / "adder")
+    settings.DOCKYARD_LOCAL_PATHS = []  # the server stopped sharing it after the deployment was created
     row = settle("blue", state="Failed")
     (error,) = row.provisioning_errors
     assert error["code"] == "StartFailed" and "DOCKYARD_LOCAL_PATHS" in error["message"], error

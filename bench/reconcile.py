@@ -162,17 +162,20 @@ def seed(records: int):
     assert compute.provisioning_state == ProvisioningState.SUCCEEDED, compute.provisioning_errors
     body = {"apiVersion": INSTANCE_TYPE_API_VERSION, "kind": "InstanceTypeList",
             "items": [shape(number, f"it-{number:04d}") for number in range(records)]}
-    with patched(services, "_enqueue_instance_type", lambda record: None):
+    with patched(services, "_enqueue_instance_type", lambda *args: None):
         services.instance_types_create(user=user, compute=compute, body=body)
     stop_fake(fake)  # each measurement gets a fresh one
     return user, compute.cluster
 
 
 def point_cluster(cluster: Cluster, fake: FakeKube) -> None:
-    """Make `cluster` the fresh fake (server and credentials) and install the InstanceType CRD there."""
+    """Make `cluster` the fresh fake (its attachments' server and credentials) and install the InstanceType CRD there."""
     cluster.server = fake.url
-    cluster.credentials = {**cluster.credentials, "kubeconfig": fake.kubeconfig_yaml()}
     cluster.save()
+    for compute in cluster.computes.all():  # each attachment acts with its own credentials
+        compute.secrets = {**compute.secrets, "kubeconfig": fake.kubeconfig_yaml()}
+        compute.properties = {**compute.properties, "server": fake.url}
+        compute.save()
     fake.create(instance_type_crd())
     fake.advance(fake.settings.crd_establish_delay)
 

@@ -4,10 +4,11 @@ It knows Kubernetes, not our models: callers pass a `Connection` (kubeconfig dic
 Raw paths instead of the dynamic client: discovery would add calls to every reconcile and resync.
 """
 import json
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import urllib3
 from django.conf import settings
@@ -17,6 +18,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from . import addresses
 from .manifests import FIELD_MANAGER
 
 TIMEOUT = (5, 20)  # seconds: connect, read
@@ -24,6 +26,11 @@ TIMEOUT = (5, 20)  # seconds: connect, read
 QPS = float(settings.DOCKYARD_KUBE_QPS)
 BURST = int(settings.DOCKYARD_KUBE_BURST)
 TRANSIENT_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+RESOLVE_SECONDS = 30  # a client keeps the address it checked this long; then its name is resolved and checked again
+STATUS_MESSAGE_CHARS = 300  # of a Kubernetes Status message kept in errors; anything else the server says is dropped
+NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "record layer failure", "HTTP_REQUEST", "http request",
+           "packet length too long", "unknown protocol", "wrong version number")
+CERTIFICATE = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostname mismatch", "doesn't match")
 UNTYPED_APPLY = "failed to create typed patch object"
 PLURALS = {
     "Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "Job": "jobs",
@@ -41,9 +48,10 @@ class KubeError(Exception):
 class KubeTransient(KubeError):
     """Worth retrying: timeouts, dropped connections, 409, 429, 5xx. `retry_after` in seconds when the server said."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status  # the HTTP status when the server answered (its message is then in the text)
 
 
 class KubeRejected(KubeError):
@@ -89,27 +97,87 @@ class TokenBucket:
             time.sleep(delay)
 
 
-_clients: dict[tuple[str, str], k8s.ApiClient] = {}
+@dataclass
+class _Pinned:
+    """A client bound to the address that was checked, until `expires` (then the name is resolved and checked again)."""
+
+    api: k8s.ApiClient
+    endpoint: addresses.Endpoint
+    expires: float
+
+
+_clients: dict[tuple[str, str], _Pinned] = {}
 _buckets: dict[str, TokenBucket] = {}
 _lock = threading.Lock()
 
 
 def _client(conn: Connection) -> k8s.ApiClient:
+    return _pinned(conn).api
+
+
+def _pinned(conn: Connection) -> _Pinned:
     cache_key = (conn.key, conn.credential_version)
     with _lock:
-        if cache_key not in _clients:
-            configuration = k8s.Configuration()
-            try:
-                if conn.in_cluster:
-                    k8s_config.load_incluster_config(client_configuration=configuration)
-                else:
-                    k8s_config.load_kube_config_from_dict(conn.kubeconfig, context=conn.context, client_configuration=configuration)
-            except (ConfigException, ValueError, TypeError) as exc:
-                raise KubeRejected(f"The kubeconfig cannot be used: {exc}", 400) from None
-            configuration.retries = False  # retries are ours: classified, with backoff, honouring Retry-After
-            _clients[cache_key] = k8s.ApiClient(configuration)
+        pinned = _clients.get(cache_key)
+        if pinned is None or pinned.expires < time.monotonic():
+            pinned = _clients[cache_key] = _new_client(conn)
             _buckets.setdefault(conn.key, TokenBucket(QPS, BURST))
-        return _clients[cache_key]
+        return pinned
+
+
+def _new_client(conn: Connection) -> _Pinned:
+    configuration = k8s.Configuration()
+    try:
+        if conn.in_cluster:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        else:
+            k8s_config.load_kube_config_from_dict(conn.kubeconfig, context=conn.context, client_configuration=configuration)
+    except (ConfigException, ValueError, TypeError):
+        raise KubeRejected("The kubeconfig cannot be used (its cluster, user or context is incomplete).", 400, "InvalidKubeconfig") from None
+    configuration.retries = False  # retries are ours: classified, with backoff, honouring Retry-After
+    # The loader's hook copies the kubeconfig's server back into the configuration before every call, which would
+    # undo the pinned address; it exists to refresh exec/auth-provider tokens, which the kubeconfig check refuses.
+    configuration.refresh_api_key_hook = None
+    configuration.proxy = None  # never through a proxy the kubeconfig names (the serializer refuses proxy-url too)
+    endpoint = _pin_address(configuration) if not conn.in_cluster else endpoint_of(configuration.host)
+    return _Pinned(k8s.ApiClient(configuration), endpoint, time.monotonic() + RESOLVE_SECONDS)
+
+
+def _pin_address(configuration: k8s.Configuration) -> addresses.Endpoint:
+    """Check the server's URL and every address its name resolves to; point the client at the checked address.
+
+    The TLS certificate is still verified against the name (SNI and hostname match use `tls_server_name`), so
+    pinning the address changes where the connection goes, not whom it trusts; no second lookup can rebind it.
+    """
+    try:
+        endpoint = addresses.parse_server_url(configuration.host)
+        checked = addresses.checked_addresses(endpoint.host, endpoint.port)
+    except addresses.AddressRefused as exc:
+        raise KubeRejected(str(exc), 400, "AddressRefused") from None
+    except (OSError, UnicodeError):  # socket.gaierror: the name does not resolve (now)
+        raise KubeTransient(unreachable(endpoint_of(configuration.host))) from None
+    address = checked[0]
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    if literal.strip("[]") != endpoint.host:
+        if endpoint.scheme == "https" and not configuration.tls_server_name:
+            configuration.tls_server_name = endpoint.host
+        configuration.host = f"{endpoint.scheme}://{literal}:{endpoint.port}"
+    return endpoint
+
+
+def endpoint_of(url: str) -> addresses.Endpoint:
+    """HOST:PORT of a URL for messages, leniently (it may be one the strict parser refused)."""
+    parts = urlsplit(url or "")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return addresses.Endpoint(parts.scheme, parts.hostname or "?", port or (443 if parts.scheme == "https" else 80))
+
+
+def unreachable(endpoint: addresses.Endpoint) -> str:
+    """One sentence for refused, timed out, reset and unresolvable alike: the error kind must not map a network."""
+    return f"Cannot reach the API server at {endpoint.where}."
 
 
 def _backoff_key(conn: Connection) -> str:
@@ -144,49 +212,88 @@ def path_for(api_version: str, kind: str, name: str | None = None, namespace: st
 def request(conn: Connection, method: str, path: str, *, query: list | None = None, body=None, content_type: str | None = None,
             text: bool = False):
     """One call; returns the decoded JSON body (or None; the text when `text`), raises KubeTransient / KubeRejected / KubeNotFound."""
-    api = _client(conn)
+    pinned = _pinned(conn)
     _buckets[conn.key].wait()
     _respect_retry_after(conn)  # after the rate limiter's sleep, so the check is as fresh as it can be
     accept = "text/plain, */*" if text else "application/json"
     headers = {"Accept": accept, **({"Content-Type": content_type} if content_type else {})}
     try:
-        response = api.call_api(
+        response = pinned.api.call_api(
             path, method, query_params=query or [], header_params=headers, body=body,
             auth_settings=["BearerToken"], _preload_content=False, _request_timeout=TIMEOUT,
         )
     except ApiException as exc:
-        raise _classified(conn, exc) from None
+        raise _classified(conn, exc, pinned.endpoint) from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubeTransient(f"The cluster did not answer ({type(exc).__name__}).") from None
+        raise _transport_error(pinned.endpoint, exc) from None
+    except AttributeError as exc:
+        # The client wraps a TLS failure in an ApiException without a body, then calls `e.body.decode()` on it: the
+        # AttributeError escaped every handler and left the compute Creating with no error (issue 9, finding 9).
+        if isinstance(exc.__context__, ApiException):
+            raise _classified(conn, exc.__context__, pinned.endpoint) from None
+        raise
     data = response[0].data if isinstance(response, tuple) else response.data
     if text:
         return (data or b"").decode("utf-8", errors="replace")
-    return json.loads(data) if data else None
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        raise KubeRejected(not_kubernetes(pinned.endpoint), 502, "NotKubernetes") from None
 
 
-def _classified(conn: Connection, exc: ApiException) -> KubeError:
+def not_kubernetes(endpoint: addresses.Endpoint) -> str:
+    return f"The server at {endpoint.where} did not answer as a Kubernetes API server."
+
+
+def _transport_error(endpoint: addresses.Endpoint, exc: BaseException) -> KubeError:
+    """Dockyard's sentence for a failure below HTTP; only TLS problems differ from 'cannot reach'."""
+    if isinstance(exc, urllib3.exceptions.SSLError | ssl.SSLError):
+        return _tls_failure(endpoint, f"{exc!r} {exc}")
+    return KubeTransient(unreachable(endpoint))
+
+
+def _tls_failure(endpoint: addresses.Endpoint, text: str) -> KubeError:
+    if any(marker in text for marker in NOT_TLS):
+        return KubeRejected(f"The server at {endpoint.where} did not speak TLS (is it a plain http:// server?).", 0, "NotTLS")
+    if any(marker in text for marker in CERTIFICATE):
+        return KubeRejected(f"The API server at {endpoint.where} presented a certificate that does not verify "
+                            "(an untrusted authority, or issued for another name).", 0, "CertificateRejected")
+    if "EOF" in text or "timed out" in text:
+        return KubeTransient(unreachable(endpoint))
+    return KubeRejected(f"The TLS handshake with the API server at {endpoint.where} failed.", 0, "TLSFailure")
+
+
+def _classified(conn: Connection, exc: ApiException, endpoint: addresses.Endpoint) -> KubeError:
+    if exc.status == 0:  # the client's own wrapping of a transport failure (SSLError, an unpreparable request)
+        reason = str(exc.reason or "")
+        return _tls_failure(endpoint, reason) if reason.startswith("SSLError") else KubeTransient(unreachable(endpoint))
     message, reason = _status_message(exc)
     if exc.status == 500 and message.startswith(UNTYPED_APPLY):
         # kube-apiserver answers an apply with a field its schema lacks with a 500 (kubernetes#122480): not transient.
         return KubeRejected(message, 422, "Invalid")
-    if exc.status in TRANSIENT_STATUSES or exc.status == 0:
+    if exc.status in TRANSIENT_STATUSES:
         retry_after = _retry_after(exc)
         if retry_after:
             _remember_retry_after(conn, retry_after)
-        return KubeTransient(f"{exc.status} {reason}: {message}", retry_after=retry_after)
+        return KubeTransient(f"The API server at {endpoint.where} answered {exc.status}: {message}", retry_after=retry_after,
+                             status=exc.status)
     if exc.status == 404:
         return KubeNotFound(message, 404, reason)
     return KubeRejected(message, exc.status, reason)
 
 
 def _status_message(exc: ApiException) -> tuple[str, str]:
+    """Message and reason of a Kubernetes `Status` body (shortened); anything else the server sent is not repeated."""
     try:
         status = json.loads(exc.body or "{}")
     except (TypeError, ValueError):
         status = {}
-    if not isinstance(status, dict):
-        status = {}
-    return status.get("message") or exc.reason or "no message", status.get("reason") or exc.reason or ""
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        return f"HTTP {exc.status} without a Kubernetes Status.", ""
+    message, reason = status.get("message"), status.get("reason")
+    message = message[:STATUS_MESSAGE_CHARS] if isinstance(message, str) and message else f"HTTP {exc.status}."
+    reason = reason if isinstance(reason, str) and reason.isalnum() and len(reason) <= 64 else ""
+    return message, reason
 
 
 def _retry_after(exc: ApiException) -> float | None:
@@ -250,7 +357,8 @@ def pod_log(conn: Connection, namespace: str, pod: str, container: str, since_ti
 def proxy_post(conn: Connection, namespace: str, service: str, port: int, path: str, body: bytes, headers: dict,
                timeout: float) -> tuple[int, str, bytes]:
     """POST through the API server's service proxy; returns the backend's (status, content type, body) as it answered."""
-    api = _client(conn)
+    pinned = _pinned(conn)
+    api = pinned.api
     _buckets[conn.key].wait()
     _respect_retry_after(conn)
     target = f"{path_for('v1', 'Service', f'{service}:{port}', namespace, sub='proxy')}/{path.lstrip('/')}"
@@ -263,7 +371,7 @@ def proxy_post(conn: Connection, namespace: str, service: str, port: int, path: 
             "POST", api.configuration.host + target, body=body, headers=sent, retries=False, preload_content=True,
             timeout=urllib3.Timeout(connect=TIMEOUT[0], read=timeout))
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubeTransient(f"The cluster did not answer ({type(exc).__name__}).") from None
+        raise _transport_error(pinned.endpoint, exc) from None
     # 2xx or not, the backend's answer (or the proxy's own Status) is passed on as it is.
     return raw.status, raw.headers.get("Content-Type", "application/json"), raw.data
 

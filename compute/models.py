@@ -45,11 +45,13 @@ class Reconciled(models.Model):
 
 
 class Cluster(models.Model):
-    """One Kubernetes API server, shared by every compute that attaches it; holds what was observed there."""
+    """One Kubernetes cluster, identified by its kube-system namespace's uid (not its URL); what was observed there.
 
-    server = models.CharField(max_length=500, unique=True)
-    # The credentials of the attachment that most recently passed its checks: they manage cluster-scoped objects.
-    credentials_encrypted = models.TextField(blank=True, default="")
+    It holds no credentials: each attachment acts with its own, and is linked here only once they passed the checks.
+    """
+
+    uid = models.CharField(max_length=64, unique=True, null=True, blank=True)  # set by the first passing check
+    server = models.CharField(max_length=500)  # where the last passing attachment reached it (for display)
     version = models.CharField(max_length=64, blank=True)
     crd_installed = models.BooleanField(default=False)
     nodes = models.JSONField(default=list, blank=True)
@@ -59,14 +61,6 @@ class Cluster(models.Model):
 
     def __str__(self):
         return self.server
-
-    @property
-    def credentials(self) -> dict:
-        return decrypt_json(self.credentials_encrypted)
-
-    @credentials.setter
-    def credentials(self, value: dict) -> None:
-        self.credentials_encrypted = encrypt_json(value)
 
 
 class ComputeTarget(Reconciled):

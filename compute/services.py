@@ -2,7 +2,7 @@
 from functools import partial
 
 from django.db import transaction
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from controlplane.api import BadRequest, Conflict
 from workspaces.audit import audit_record, changed_fields
@@ -52,9 +52,9 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
         description=common.get("description", ""), tags=common.get("tags", {}),
         properties=properties, created_by=user,
     )
+    _require_staff_for_in_cluster(user, properties)
     compute.secrets = {key: value for key, value in secrets.items() if value}
-    _link_cluster(compute)
-    compute.save()
+    compute.save()  # linked to a Cluster only once its own credentials pass the checks (reconcile)
     audit_record(
         actor=user, action=AuditAction.CREATE, target_type="compute", target_name=compute.name, workspace=workspace,
         changes=changed_fields({}, {**properties, **secrets, "type": compute.type}, frozenset(secrets)),
@@ -63,10 +63,21 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
     return compute
 
 
-def _link_cluster(compute: ComputeTarget) -> None:
-    """Attachments of one API server share a Cluster record (and so its instance types)."""
-    if compute.type == ComputeType.KUBERNETES:
-        compute.cluster = Cluster.objects.get_or_create(server=compute.properties["server"])[0]
+def _require_staff_for_in_cluster(user, properties: dict) -> None:
+    """The in-cluster ServiceAccount is Dockyard's own: only staff may hand it to a workspace."""
+    if properties.get("in_cluster") and not getattr(user, "is_staff", False):
+        raise PermissionDenied("Only staff can attach the cluster Dockyard runs in (in_cluster: true); "
+                               "attach it with a kubeconfig of your own instead.")
+
+
+REACH_FIELDS = ("server", "context", "in_cluster")  # with the kubeconfig: what the credentials are and where they go
+
+
+def _unlink_if_credentials_changed(compute: ComputeTarget, before: dict, stored_secrets: dict, new_secrets: dict) -> None:
+    """New credentials (or a new server) must pass the checks again before they see the cluster's instance types."""
+    moved = any(before.get(key) != compute.properties.get(key) for key in REACH_FIELDS)
+    if moved or stored_secrets.get("kubeconfig") != new_secrets.get("kubeconfig"):
+        compute.cluster = None
 
 
 def _stored_body(compute: ComputeTarget) -> dict:
@@ -96,8 +107,10 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     changes.update(changed_fields(stored_secrets, new_secrets, frozenset(new_secrets)))
     if not changes:
         return compute
+    _require_staff_for_in_cluster(user, properties)
     compute.secrets = new_secrets
-    _link_cluster(compute)
+    if compute.type == ComputeType.KUBERNETES:
+        _unlink_if_credentials_changed(compute, before, stored_secrets, new_secrets)
     compute.generation += 1
     compute.provisioning_state = ProvisioningState.UPDATING
     compute.save()
@@ -145,20 +158,32 @@ def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
     return compute
 
 
-def _enqueue_instance_type(record: InstanceType) -> None:
+def _enqueue_instance_type(record: InstanceType, compute: ComputeTarget) -> None:
+    """Reconcile after commit with the credentials of the attachment that asked (`compute`)."""
     from .tasks import reconcile_instance_type
 
-    transaction.on_commit(partial(reconcile_instance_type.delay, record.pk), robust=True)
+    transaction.on_commit(partial(reconcile_instance_type.delay, record.pk, compute.pk), robust=True)
 
 
-def cluster_of(compute: ComputeTarget) -> Cluster:
-    """The cluster behind a Kubernetes compute; other types have no instance types."""
-    if compute.type != ComputeType.KUBERNETES or compute.cluster_id is None:
+def cluster_of(compute: ComputeTarget) -> Cluster | None:
+    """The cluster behind a Kubernetes compute, None until its credentials passed the checks; other types have none."""
+    if compute.type != ComputeType.KUBERNETES:
         raise BadRequest(
             f"Compute '{compute.name}' is of type {compute.type}; instance types belong to kubernetes computes.",
             code="UnsupportedComputeType", target="compute",
         )
-    return compute.cluster
+    return compute.cluster if compute.cluster_id else None
+
+
+def proven_cluster_of(compute: ComputeTarget) -> Cluster:
+    """The cluster, for a change: refused while the attachment's own credentials have not passed the checks."""
+    cluster = cluster_of(compute)
+    if cluster is None:
+        raise Conflict(
+            f"Compute '{compute.name}' has not passed its checks against the cluster "
+            f"(it is {compute.provisioning_state}): its instance types can be changed once its own credentials pass."
+        )
+    return cluster
 
 
 def _shapes(compute: ComputeTarget, body: object) -> list[shapes.Shape]:
@@ -184,7 +209,7 @@ def _audit_instance_type(user, compute: ComputeTarget, action: str, name: str, c
 @transaction.atomic
 def instance_types_create(*, user, compute: ComputeTarget, body: object) -> list[InstanceType]:
     """Create one instance type or a whole InstanceTypeList: all or nothing."""
-    cluster = cluster_of(compute)
+    cluster = proven_cluster_of(compute)
     new = _shapes(compute, body)
     taken = sorted(InstanceType.objects.filter(cluster=cluster, name__in=[s.name for s in new]).values_list("name", flat=True))
     if taken:
@@ -192,7 +217,7 @@ def instance_types_create(*, user, compute: ComputeTarget, body: object) -> list
     records = [InstanceType.objects.create(cluster=cluster, name=s.name, created_by=user, **_shape_fields(s)) for s in new]
     for record in records:
         _audit_instance_type(user, compute, AuditAction.CREATE, record.name, changed_fields({}, _shape_fields(shapes_of(record))))
-        _enqueue_instance_type(record)
+        _enqueue_instance_type(record, compute)
     return records
 
 
@@ -216,7 +241,7 @@ def _merged(current: dict, patch: dict) -> dict:
 @transaction.atomic
 def instance_type_update(*, user, compute: ComputeTarget, name: str, body: object, partial: bool) -> InstanceType:
     """Replace (PUT) or merge-patch (PATCH) an instance type; editing an imported one adopts it; PUT may create."""
-    cluster = cluster_of(compute)
+    cluster = proven_cluster_of(compute)
     record = InstanceType.objects.select_for_update().filter(cluster=cluster, name=name).first()
     if not isinstance(body, dict):
         raise BadRequest("The body must be a mapping.", code="InvalidInstanceType", target="")
@@ -247,7 +272,7 @@ def instance_type_update(*, user, compute: ComputeTarget, name: str, body: objec
     record.provisioning_state = ProvisioningState.UPDATING
     record.save()
     _audit_instance_type(user, compute, AuditAction.UPDATE, name, changes)
-    _enqueue_instance_type(record)
+    _enqueue_instance_type(record, compute)
     return record
 
 
@@ -266,7 +291,7 @@ def _body_of_shape(shape: shapes.Shape) -> dict:
 @transaction.atomic
 def instance_type_delete(*, user, compute: ComputeTarget, name: str) -> InstanceType:
     """Mark an instance type Deleting; reconcile deletes its CR, then the record (the built-in default returns)."""
-    cluster = cluster_of(compute)
+    cluster = proven_cluster_of(compute)
     record = InstanceType.objects.select_for_update().filter(cluster=cluster, name=name).first()
     if record is None:
         if name == shapes.DEFAULT_NAME:
@@ -278,5 +303,5 @@ def instance_type_delete(*, user, compute: ComputeTarget, name: str) -> Instance
         record.generation += 1
         record.save(update_fields=["provisioning_state", "generation", "updated_at"])
         _audit_instance_type(user, compute, AuditAction.DELETE, name)
-    _enqueue_instance_type(record)
+    _enqueue_instance_type(record, compute)
     return record

@@ -71,9 +71,10 @@ def reconcile_compute(self, compute_id: int) -> None:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=10)
-def reconcile_instance_type(self, instance_type_id: int) -> None:
-    """Reconcile one instance type's CR."""
-    locked_run(self, InstanceType, instance_type_id, reconcile.reconcile_instance_type, related=("cluster",))
+def reconcile_instance_type(self, instance_type_id: int, compute_id: int | None = None) -> None:
+    """Reconcile one instance type's CR with the credentials of the attachment that changed it (if it still passes)."""
+    action = partial(reconcile.reconcile_instance_type, compute_id=compute_id)
+    locked_run(self, InstanceType, instance_type_id, action, related=("cluster",))
 
 
 @shared_task(bind=True, acks_late=True, max_retries=10)

@@ -1,9 +1,6 @@
 """Field rules for compute records (pure: no database, no network)."""
-import ipaddress
 import re
-import socket
 from datetime import datetime
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -12,15 +9,14 @@ from django.core.exceptions import ValidationError
 
 from controlplane.parsers import load_yaml
 
+from . import addresses
+
 LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$")
 ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
 USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/.+$", re.IGNORECASE)
-METADATA_HOSTS = {"metadata.google.internal", "metadata.azure.internal", "metadata"}
-LEGACY_IPV4 = re.compile(r"^(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}$")
 WEEK_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 IDLE_SHUTDOWN_MIN_MINUTES = 15
@@ -59,46 +55,6 @@ def validate_node_selector(selector: dict) -> None:
         validate_label_value(key, value)
 
 
-def is_forbidden_address(host: str) -> bool:
-    """Link-local and cloud-metadata addresses reach the host's own credentials (SSRF)."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host in METADATA_HOSTS:
-        return True
-    address = _ip_address(host)
-    if address is None:
-        return False
-    # ::ffff:169.254.169.254 reaches the same host as 169.254.169.254.
-    address = getattr(address, "ipv4_mapped", None) or address
-    return address.is_link_local or str(address) in ("169.254.169.254", "fd00:ec2::254")
-
-
-def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The address a host name stands for without DNS, including the legacy IPv4 forms resolvers accept."""
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    # "2852039166", "0xa9.0xfe.0xa9.0xfe" and "169.254.43518" all mean 169.254.169.254 to getaddrinfo.
-    if not LEGACY_IPV4.match(host):
-        return None
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except OSError:
-        return None
-
-
-def validate_address(host: str, allow_link_local: bool) -> None:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        if not HOSTNAME.match(host):
-            raise ValidationError(f"'{host}' is neither an IP address nor a host name.") from None
-    if not allow_link_local and is_forbidden_address(host):
-        raise ValidationError(
-            f"'{host}' is a link-local or cloud-metadata address; it is refused unless DOCKYARD_ALLOW_LINK_LOCAL is set."
-        )
-
-
 def kubeconfig_summary(text: str, context: str | None) -> dict:
     """Check a kubeconfig's structure and return the chosen context, its cluster server and namespace."""
     try:
@@ -121,10 +77,12 @@ def kubeconfig_summary(text: str, context: str | None) -> dict:
     if contexts[chosen].get("user") not in users:
         raise ValidationError(f"Context '{chosen}' names a user that the kubeconfig does not define.")
     server = str(cluster.get("server") or "")
-    if urlsplit(server).scheme not in ("http", "https") or not urlsplit(server).hostname:
-        raise ValidationError(f"Context '{chosen}' has no usable cluster server URL.")
-    if urlsplit(server).username or urlsplit(server).password:
-        raise ValidationError("The cluster server URL carries credentials; put them in the kubeconfig's users instead.")
+    try:
+        addresses.parse_server_url(server, f"The server of context '{chosen}' ({server or 'none'})")
+    except addresses.AddressRefused as exc:
+        raise ValidationError(str(exc)) from None
+    if isinstance(cluster, dict) and cluster.get("proxy-url"):
+        raise ValidationError("The kubeconfig's cluster uses `proxy-url`; Dockyard connects to API servers directly.")
     _refuse_host_access(cluster, users[contexts[chosen]["user"]])
     return {"context": chosen, "server": server, "namespace": contexts[chosen].get("namespace")}
 

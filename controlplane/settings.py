@@ -261,6 +261,9 @@ CELERY_BEAT_SCHEDULE = {
 DOCKYARD_LOCAL_COMPUTE = env_bool("DOCKYARD_LOCAL_COMPUTE", not PRODUCTION)
 # Addresses in link-local / cloud-metadata ranges are refused as compute addresses (SSRF) unless allowed.
 DOCKYARD_ALLOW_LINK_LOCAL = env_bool("DOCKYARD_ALLOW_LINK_LOCAL", False)
+# Loopback API servers and SSH hosts (and plain http:// to them) reach Dockyard's own host: a laptop's kind or
+# `kubectl proxy`, the tests' fake API server. Refused in production unless allowed.
+DOCKYARD_ALLOW_LOOPBACK = env_bool("DOCKYARD_ALLOW_LOOPBACK", not PRODUCTION)
 
 # Limits
 # Parsers have limits (DESIGN.md §6): API bodies, scoring bodies, nesting, any one string, a stored spec.

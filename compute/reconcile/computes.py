@@ -48,15 +48,26 @@ def _credentials(compute: ComputeTarget) -> dict:
 
 
 def connection_for(compute: ComputeTarget) -> kube.Connection:
+    """The attachment's own connection: every call made for it uses its own credentials, never another's."""
     return connection(compute.properties.get("server", ""), **_credentials(compute))
 
 
-def cluster_connection(cluster: Cluster) -> kube.Connection | None:
-    """The cluster's own connection, or None while no attachment has passed its checks."""
-    credentials = cluster.credentials
-    if not (credentials.get("kubeconfig") or credentials.get("in_cluster")):
-        return None
-    return connection(cluster.server, **credentials)
+# Linked attachments in these states passed their checks with the credentials they hold now (a change of
+# credentials or server unlinks them until they pass again).
+PROVEN_STATES = (ProvisioningState.SUCCEEDED, ProvisioningState.UPDATING)
+
+
+def proven_attachments(cluster: Cluster):
+    """The attachments of `cluster` whose own credentials currently pass the checks, most recently checked first."""
+    return cluster.computes.filter(type=ComputeType.KUBERNETES, provisioning_state__in=PROVEN_STATES).order_by(
+        "-checked_at", "pk")
+
+
+def attachment_connection(cluster: Cluster, prefer: int | None = None) -> kube.Connection | None:
+    """Credentials for cluster-scoped work: those of attachment `prefer` if it passes, else of another that does."""
+    attachments = list(proven_attachments(cluster)[:20])
+    chosen = next((item for item in attachments if item.pk == prefer), None) or next(iter(attachments), None)
+    return connection_for(chosen) if chosen else None
 
 
 def reconcile_compute(compute: ComputeTarget) -> None:
@@ -73,25 +84,89 @@ def reconcile_compute(compute: ComputeTarget) -> None:
 
 
 def check_attachment(compute: ComputeTarget) -> None:
-    """Reach the API server, check the namespace, the credentials' rights and the InstanceType CRD; say what failed."""
+    """Reach the API server, check the namespace, the credentials' rights, the cluster's identity and the CRD.
+
+    Only an attachment that passes is linked to the Cluster its kube-system namespace identifies (and so sees the
+    instance types other passing attachments of that cluster made); one that is refused is unlinked. The messages
+    are Dockyard's own sentences: what a server answers is never shown (it may be anything at that address).
+    """
     conn = connection_for(compute)
-    server = compute.properties.get("server")
+    namespace = compute.properties.get("namespace", "default")
     try:
-        version = kube.server_version(conn)
-        errors = _namespace_problems(conn, compute.properties.get("namespace", "default"))
-        errors += _access_problems(conn, compute.properties.get("namespace", "default"))
+        version = _version(conn, compute)
+        errors = _namespace_problems(conn, namespace) + _access_problems(conn, namespace)
+        uid = _cluster_uid(conn, errors) if not errors else None
         crd_ready = not errors and _ensure_crd(conn, errors)
     except kube.KubeTransient as exc:
-        record_status(compute, ProvisioningState.FAILED, [problem("Unreachable", f"Cannot reach the API server at {server}: {exc}")])
+        # Kept linked: being unreachable says nothing about the credentials. Failed, with the reason, while retrying.
+        record_status(compute, ProvisioningState.FAILED, [problem("Unreachable", _retrying(exc, compute))])
         raise
     except kube.KubeRejected as exc:
-        message = "The cluster refused the credentials (401)." if exc.status == 401 else str(exc)
-        record_status(compute, ProvisioningState.FAILED, [problem(exc.reason or "Rejected", message)])
+        record_status(compute, ProvisioningState.FAILED, [problem(*_refusal(exc, compute))])
+        _unlink(compute)
         return
     state = ProvisioningState.SUCCEEDED if not errors else ProvisioningState.FAILED
     record_status(compute, state, errors, checked_at=timezone.now())
     if state == ProvisioningState.SUCCEEDED:
-        _adopt_credentials(compute, version, crd_ready)
+        _link(compute, uid, version, crd_ready)
+    else:
+        _unlink(compute)
+
+
+def _version(conn: kube.Connection, compute: ComputeTarget) -> str:
+    answer = kube.request(conn, "GET", "/version")
+    if not isinstance(answer, dict) or not isinstance(answer.get("gitVersion"), str):
+        raise kube.KubeRejected(_not_kubernetes(compute), 502, "NotKubernetes")
+    return answer["gitVersion"][:64]
+
+
+def _retrying(exc: kube.KubeTransient, compute: ComputeTarget) -> str:
+    """A transient failure's sentence; an answer's text is not repeated before the server proved to be a cluster."""
+    if exc.status is None:
+        return f"{exc} Retrying."
+    return f"The API server at {_where(compute)} answered the checks with a temporary error (HTTP {exc.status}). Retrying."
+
+
+def _where(compute: ComputeTarget) -> str:
+    return kube.endpoint_of(compute.properties.get("server", "")).where
+
+
+def _not_kubernetes(compute: ComputeTarget) -> str:
+    return f"The server at {_where(compute)} did not answer as a Kubernetes API server."
+
+
+def _refusal(exc: kube.KubeRejected, compute: ComputeTarget) -> tuple[str, str]:
+    """(code, sentence) for a refused check, by class; the server's own words are not repeated."""
+    if exc.reason in ("AddressRefused", "NotTLS", "CertificateRejected", "TLSFailure", "NotKubernetes", "InvalidKubeconfig"):
+        return exc.reason, str(exc)  # sentences kube.py wrote itself
+    if exc.status == 401:
+        return "Unauthorized", "The cluster refused the credentials (401)."
+    if exc.status == 403:
+        return "Forbidden", "The cluster forbade the credentials a call the checks need (403)."
+    return "NotKubernetes", f"{_not_kubernetes(compute)[:-1]} (it answered HTTP {exc.status})."
+
+
+def _cluster_uid(conn: kube.Connection, errors: list[dict]) -> str | None:
+    """The kube-system namespace's uid: what identifies a cluster, whatever URL it is reached at."""
+    try:
+        namespace = kube.get(conn, "v1", "Namespace", "kube-system")
+    except kube.KubeRejected as exc:
+        if exc.status != 403:
+            raise
+        errors.append(problem("Forbidden", "The credentials may not read the kube-system namespace, which identifies "
+                                           "the cluster; allow get on namespaces/kube-system."))
+        return None
+    uid = ((namespace or {}).get("metadata") or {}).get("uid")
+    if not isinstance(uid, str) or not 0 < len(uid) <= 64:
+        errors.append(problem("NotKubernetes", "The cluster has no kube-system namespace with a uid to identify it by."))
+        return None
+    return uid
+
+
+def _unlink(compute: ComputeTarget) -> None:
+    if compute.cluster_id is not None:
+        compute.cluster = None
+        compute.save(update_fields=["cluster"])
 
 
 def _namespace_problems(conn: kube.Connection, namespace: str) -> list[dict]:
@@ -132,15 +207,21 @@ def _established(crd: dict) -> bool:
     return any(item.get("type") == "Established" and item.get("status") == "True" for item in conditions)
 
 
-def _adopt_credentials(compute: ComputeTarget, version: str, crd_ready: bool) -> None:
-    """The cluster manages cluster-scoped objects with the latest attachment's credentials that passed."""
-    cluster = compute.cluster or Cluster.objects.get_or_create(server=compute.properties["server"])[0]
-    credentials = _credentials(compute)
-    changed = cluster.version != version or cluster.crd_installed != crd_ready or cluster.credentials != credentials
+def _link(compute: ComputeTarget, uid: str, version: str, crd_ready: bool) -> None:
+    """Link a passing attachment to the Cluster of its uid (a record from before uids takes the uid it now proves)."""
+    server = compute.properties["server"]
+    current = compute.cluster if compute.cluster_id else None
+    if current is not None and current.uid is None and not Cluster.objects.filter(uid=uid).exists():
+        cluster = current
+    else:
+        cluster = Cluster.objects.get_or_create(uid=uid, defaults={"server": server})[0]
+    values = {"uid": uid, "server": server, "version": version, "crd_installed": crd_ready}
+    changed = [key for key, value in values.items() if getattr(cluster, key) != value]
     if changed:
-        cluster.version, cluster.crd_installed, cluster.credentials = version, crd_ready, credentials
+        for key in changed:
+            setattr(cluster, key, values[key])
         cluster.checked_at = timezone.now()
-        cluster.save()
+        cluster.save(update_fields=[*changed, "checked_at"])
     if compute.cluster_id != cluster.pk:
         compute.cluster = cluster
         compute.save(update_fields=["cluster"])

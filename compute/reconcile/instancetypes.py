@@ -9,7 +9,7 @@ from .. import kube, shapes
 from ..choices import ProvisioningState
 from ..manifests import INSTANCE_TYPE_API_VERSION, LABEL_PREFIX, MANAGED_BY, MANAGER, instance_type_manifest
 from ..models import Cluster, InstanceType
-from .computes import cluster_connection
+from .computes import attachment_connection
 from .status import problem, set_status
 
 logger = logging.getLogger(__name__)
@@ -31,18 +31,19 @@ class Interrupted(kube.KubeTransient):
         self.unfinished = unfinished
 
 
-def reconcile_instance_type(record: InstanceType) -> None:
-    """Apply (or delete) one instance type's CR and record what the cluster answered (caller holds the lock)."""
-    reconcile_instance_types(record.cluster, [record])
+def reconcile_instance_type(record: InstanceType, compute_id: int | None = None) -> None:
+    """Apply (or delete) one instance type's CR with attachment `compute_id`'s credentials (or another passing one's)."""
+    reconcile_instance_types(record.cluster, [record], prefer=compute_id)
 
 
-def reconcile_instance_types(cluster: Cluster, records: list[InstanceType]) -> None:
+def reconcile_instance_types(cluster: Cluster, records: list[InstanceType], prefer: int | None = None) -> None:
     """Apply (or delete) the CRs of many records of `cluster`; one UPDATE of the changed statuses, one DELETE (caller holds the locks).
 
     On a transient cluster error the work done so far is written and `Interrupted` (a KubeTransient naming the
-    records not done) is raised: the caller retries those, the resync catches anything lost.
+    records not done) is raised: the caller retries those, the resync catches anything lost. The credentials are
+    those of an attachment of the cluster that passes its checks (`prefer` when it does), never a failed one's.
     """
-    conn = cluster_connection(cluster)
+    conn = attachment_connection(cluster, prefer)
     changed: list[InstanceType] = []
     deleted: list[InstanceType] = []
     fields: set[str] = set()
@@ -65,7 +66,7 @@ def _reconcile_one(conn: kube.Connection | None, record: InstanceType) -> list[s
     if conn is None:
         if record.provisioning_state == ProvisioningState.DELETING:
             return DELETED  # never connected, so no CR of ours exists there
-        waiting = [problem("Waiting", "No attachment of this cluster has passed its checks yet.")]
+        waiting = [problem("Waiting", "No attachment of this cluster passes its checks now.")]
         return set_status(record, ProvisioningState.CREATING, waiting)
     try:
         if record.provisioning_state == ProvisioningState.DELETING:
@@ -119,7 +120,7 @@ def _ours(cr: dict, cluster: Cluster) -> bool:
 
 def sync_cluster(cluster: Cluster) -> list[int]:
     """One LIST of InstanceTypes and one of Nodes; fix what differs. Returns the records that need a reconcile."""
-    conn = cluster_connection(cluster)
+    conn = attachment_connection(cluster)
     if conn is None:
         return []
     live = {cr["metadata"]["name"]: cr for cr in kube.list_objects(conn, INSTANCE_TYPE_API_VERSION, "InstanceType")}

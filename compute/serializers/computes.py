@@ -1,13 +1,11 @@
 """One serializer per compute type: the single validation path for API, studio and CLI."""
 import os
-from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from .. import validators, vmsizes
+from .. import addresses, validators, vmsizes
 from ..choices import ComputeType, Tier
 from .base import KEPT_AS_GIVEN, ComputeSerializer, django_rule, secret_field
 
@@ -46,15 +44,12 @@ class KubernetesComputeSerializer(ComputeSerializer):
             raise serializers.ValidationError({"kubeconfig": ["A kubeconfig is required to attach a Kubernetes cluster."]})
         try:
             summary = validators.kubeconfig_summary(kubeconfig, attrs.get("context"))
-            # urlsplit, not string cutting: "https://user@169.254.169.254" and "https://[fe80::1]/" hide the host.
-            host = urlsplit(summary["server"]).hostname or ""
-            if not settings.DOCKYARD_ALLOW_LINK_LOCAL and validators.is_forbidden_address(host):
-                raise DjangoValidationError(
-                    f"The cluster server {summary['server']} is a link-local or cloud-metadata address; "
-                    "it is refused unless DOCKYARD_ALLOW_LINK_LOCAL is set."
-                )
+            endpoint = addresses.parse_server_url(summary["server"])
+            addresses.check_at_save(endpoint.host, endpoint.port)  # the worker checks again before each connection
         except DjangoValidationError as exc:
             raise serializers.ValidationError({"kubeconfig": exc.messages}) from None
+        except addresses.AddressRefused as exc:
+            raise serializers.ValidationError({"kubeconfig": [f"The cluster server {summary['server']}: {exc}"]}) from None
         attrs["context"] = summary["context"]
         attrs["server"] = summary["server"]
         return attrs
@@ -225,7 +220,12 @@ class SshHostSerializer(ComputeSerializer):
         return data
 
     def validate_address(self, value):
-        django_rule(lambda host: validators.validate_address(host, settings.DOCKYARD_ALLOW_LINK_LOCAL))(value)
+        host = value.strip("[]").lower() if value.startswith("[") else value.lower()
+        try:
+            addresses.check_host_syntax(host, f"The address '{value}'")
+            addresses.check_at_save(host, 22)  # the runner checks again before it connects
+        except addresses.AddressRefused as exc:
+            raise serializers.ValidationError(str(exc)) from None
         return value
 
     def validate_ssh_private_key(self, value):

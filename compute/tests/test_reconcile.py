@@ -8,6 +8,8 @@ from compute import kube, reconcile
 from compute.choices import ProvisioningState
 from compute.manifests import INSTANCE_TYPE_CRD_NAME, MANAGED_BY
 from compute.models import Cluster, ComputeTarget, InstanceType
+from compute.reconcile import computes
+from compute.tests.factories import kubeconfig as kubeconfig_text
 from tests.support import assert_error
 
 DATA = Path(__file__).parent / "data"
@@ -56,7 +58,7 @@ def test_attach_checks_the_cluster_and_installs_the_crd(owner_api, fake_kube):
     assert fake_kube.get("customresourcedefinitions", INSTANCE_TYPE_CRD_NAME, group="apiextensions.k8s.io")
     cluster = compute.cluster
     assert cluster.server == fake_kube.url and cluster.version.startswith("v1.")
-    assert cluster.crd_installed and cluster.credentials["kubeconfig"]
+    assert cluster.crd_installed and cluster.uid == fake_kube.cluster_uid  # identified by kube-system, not the URL
 
 
 def test_missing_namespace_fails_with_a_reason(owner_api, fake_kube):
@@ -199,15 +201,29 @@ def test_extension_node_selector_is_anded_and_conflicts_refused(owner_api, fake_
     assert row["effective_node_selector"] == {"pool": "ml", "zone": "a"}
 
 
-def test_in_cluster_needs_a_pod_and_excludes_a_kubeconfig(owner_api, monkeypatch):
+def test_in_cluster_needs_a_pod_and_excludes_a_kubeconfig(api_as, monkeypatch):
+    staff_api = api_as("staff")
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     body = {"name": "here", "type": "kubernetes", "in_cluster": True}
-    assert_error(owner_api.post(f"{BASE}/", body, format="json"), 400, "ValidationError", "in_cluster")
+    assert_error(staff_api.post(f"{BASE}/", body, format="json"), 400, "ValidationError", "in_cluster")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
     both = {**body, "kubeconfig": "apiVersion: v1\nkind: Config\n"}
-    assert_error(owner_api.post(f"{BASE}/", both, format="json"), 400, "ValidationError", "in_cluster")
-    created = owner_api.post(f"{BASE}/", body, format="json").json()
+    assert_error(staff_api.post(f"{BASE}/", both, format="json"), 400, "ValidationError", "in_cluster")
+    created = staff_api.post(f"{BASE}/", body, format="json").json()
     assert (created["server"], created["in_cluster"], created["secrets_set"]) == ("https://10.96.0.1:443", True, [])
+
+
+def test_in_cluster_is_for_staff_only(api_as, users, monkeypatch):
+    """The in-cluster ServiceAccount is Dockyard's own: a workspace owner may not attach it, nor switch to it."""
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    owner_api = api_as("owner")
+    error = assert_error(owner_api.post(f"{BASE}/", {"name": "here", "type": "kubernetes", "in_cluster": True}, format="json"),
+                         403, "Forbidden")
+    assert "Only staff" in error["message"]
+    assert not ComputeTarget.objects.filter(name="here").exists()
+    owner_api.post(f"{BASE}/", {"name": "k8s", "type": "kubernetes", "kubeconfig": kubeconfig_text()}, format="json")
+    assert_error(owner_api.patch(f"{BASE}/k8s/", {"in_cluster": True}, format="json"), 403, "Forbidden")
+    assert ComputeTarget.objects.get(name="k8s").properties["in_cluster"] is False
 
 
 def test_drift_shows_until_the_reconcile_restores_it(owner_api, fake_kube):
@@ -293,6 +309,10 @@ class RetryRequested(Exception):
     pass
 
 
+def statements(queries) -> list[str]:
+    return [query["sql"].split()[0] for query in queries.captured_queries]
+
+
 def make_records(cluster, count, prefix="it"):
     return [InstanceType.objects.create(cluster=cluster, name=f"{prefix}-{number:03d}", **SHAPE) for number in range(count)]
 
@@ -312,7 +332,8 @@ def test_batch_applies_every_cr_and_writes_statuses_in_constant_queries(owner_ap
     records = batch(cluster)
     with CaptureQueriesContext(connection) as queries:
         reconcile.reconcile_instance_types(cluster, records)
-    assert len(queries) == 1, [query["sql"][:120] for query in queries.captured_queries]  # one bulk UPDATE, whatever N
+    # One read of the attachment whose credentials act, one bulk UPDATE, whatever N.
+    assert statements(queries) == ["SELECT", "UPDATE"], [query["sql"][:120] for query in queries.captured_queries]
     assert set(crs(fake_kube)) == {record.name for record in records}
     for record in batch(cluster):
         assert record.provisioning_state == ProvisioningState.SUCCEEDED and record.observed_generation == record.generation
@@ -367,7 +388,7 @@ def test_batch_deletes_the_deleting_records_and_their_crs(owner_api, fake_kube):
     records = batch(cluster)
     with CaptureQueriesContext(connection) as queries:
         reconcile.reconcile_instance_types(cluster, records)
-    assert [query["sql"].split()[0] for query in queries.captured_queries] == ["DELETE"]  # the others had nothing new
+    assert statements(queries) == ["SELECT", "DELETE"]  # the attachment; the others had nothing new
     assert sorted(InstanceType.objects.filter(cluster=cluster).values_list("name", flat=True)) == ["it-000", "it-002", "it-003", "it-005"]
     assert set(crs(fake_kube)) == {"it-000", "it-002", "it-003", "it-005"}
 
@@ -383,7 +404,7 @@ def test_a_second_batch_run_writes_nothing(owner_api, fake_kube):
     records = batch(cluster)
     with CaptureQueriesContext(connection) as queries:
         reconcile.reconcile_instance_types(cluster, records)
-    assert queries.captured_queries == []
+    assert statements(queries) == ["SELECT"]  # which attachment's credentials act; no write
     assert {call.verb for call in fake_kube.requests.all()} == {"patch"}  # applies are idempotent: the CRs are unchanged
 
 
@@ -402,11 +423,34 @@ def test_the_resync_enqueues_the_records_behind_in_batches(owner_api, fake_kube,
     assert behind == sorted(InstanceType.objects.filter(cluster=cluster).values_list("pk", flat=True))
 
 
-def test_deleting_before_any_attachment_passed_removes_the_record(owner_api, workspace, fake_kube):
+def test_an_attachment_not_checked_yet_sees_only_the_default_and_changes_nothing(owner_api, workspace, fake_kube):
     body = {"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()}
-    owner_api.post(f"{BASE}/", body, format="json")  # never reconciled: the cluster has no credentials yet
+    owner_api.post(f"{BASE}/", body, format="json")  # never reconciled: not linked to any cluster yet
+    listed = owner_api.get(f"{BASE}/k8s/instancetypes/").json()["results"]
+    assert [row["name"] for row in listed] == ["defaultinstancetype"]
+    assert owner_api.get(f"{BASE}/k8s/nodes/").json()["results"] == []
     shape = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
-    owner_api.post(f"{BASE}/k8s/instancetypes/", shape, format="json")
-    owner_api.delete(f"{BASE}/k8s/instancetypes/small/")
-    run_instance_types(Cluster.objects.get())
-    assert not InstanceType.objects.exists()
+    error = assert_error(owner_api.post(f"{BASE}/k8s/instancetypes/", shape, format="json"), 409, "Conflict")
+    assert "has not passed its checks" in error["message"]
+    assert_error(owner_api.put(f"{BASE}/k8s/instancetypes/defaultinstancetype/", shape | {"name": "defaultinstancetype"},
+                               format="json"), 409, "Conflict")
+    assert_error(owner_api.delete(f"{BASE}/k8s/instancetypes/small/"), 409, "Conflict")
+    assert not InstanceType.objects.exists() and not Cluster.objects.exists()
+
+
+def test_a_revoked_attachment_is_unlinked_and_never_acts_for_the_cluster(owner_api, fake_kube):
+    """Cluster-wide work uses an attachment that passes now; one whose credentials stopped passing sees nothing."""
+    fake_kube.add_token("second-token", "second")
+    first = attach(owner_api, fake_kube, name="first")
+    second = attach(owner_api, fake_kube, name="second", kubeconfig=fake_kube.kubeconfig_yaml(token="second-token"))
+    assert first.cluster_id == second.cluster_id
+    ComputeTarget.objects.filter(pk=first.pk).update(checked_at=first.checked_at.replace(year=2000))  # second is fresher
+    assert computes.attachment_connection(first.cluster).credential_version == computes.connection_for(second).credential_version
+    fake_kube.auth.users.pop("second-token")  # revoked on the cluster
+    run_compute(second)
+    second.refresh_from_db()
+    assert (second.provisioning_state, second.cluster_id) == (ProvisioningState.FAILED, None)
+    assert [row["name"] for row in owner_api.get(f"{BASE}/second/instancetypes/").json()["results"]] == ["defaultinstancetype"]
+    fake_kube.requests.clear()
+    reconcile.sync_cluster(Cluster.objects.get())
+    assert {call.user for call in fake_kube.requests.all()} == {"fake-kube-admin"}  # the first's credentials only

@@ -50,57 +50,6 @@ def test_node_selector(selector, problem):
     assert message is None if problem is None else problem in message
 
 
-@pytest.mark.parametrize(
-    "host, forbidden",
-    [
-        ("169.254.169.254", True),
-        ("169.254.0.1", True),
-        ("fe80::1", True),
-        ("[fe80::1]", True),
-        ("fd00:ec2::254", True),
-        ("::ffff:169.254.169.254", True),  # the same address written as IPv4-mapped IPv6
-        ("2852039166", True),  # 169.254.169.254 as one number, which resolvers accept
-        ("0xa9.0xfe.0xa9.0xfe", True),
-        ("169.254.43518", True),
-        ("metadata.google.internal", True),
-        ("METADATA.google.internal.", True),
-        ("metadata.azure.internal", True),
-        ("metadata", True),
-        ("10.0.0.1", False),
-        ("192.168.1.10", False),
-        ("2001:db8::1", False),
-        ("example.com", False),
-        ("cluster.local", False),
-        ("kube-api", False),
-    ],
-)
-def test_forbidden_addresses(host, forbidden):
-    assert validators.is_forbidden_address(host) is forbidden
-
-
-@pytest.mark.parametrize(
-    "host, allow_link_local, problem",
-    [
-        ("10.0.0.5", False, None),
-        ("vm-1.example.com", False, None),
-        ("2001:db8::5", False, None),
-        ("[2001:db8::5]", False, None),
-        ("169.254.169.254", False, "link-local or cloud-metadata"),
-        ("169.254.169.254", True, None),
-        ("fe80::1", False, "link-local or cloud-metadata"),
-        ("metadata.google.internal", False, "link-local or cloud-metadata"),
-        ("not a host", False, "neither an IP address nor a host name"),
-        ("under_score.example.com", False, "neither an IP address nor a host name"),
-        ("-lead.example.com", False, "neither an IP address nor a host name"),
-        ("a" * 64 + ".example.com", False, "neither an IP address nor a host name"),
-        ("", False, "neither an IP address nor a host name"),
-    ],
-)
-def test_address(host, allow_link_local, problem):
-    message = raises(validators.validate_address, host, allow_link_local)
-    assert message is None if problem is None else problem in message
-
-
 def test_kubeconfig_summary_picks_current_context_and_its_server():
     summary = validators.kubeconfig_summary(kubeconfig(server="https://k8s.example.com:6443"), None)
     assert summary == {"context": "dev", "server": "https://k8s.example.com:6443", "namespace": "ml"}
@@ -138,9 +87,10 @@ EXEC_USER = (
             "clusters: [{name: dev, cluster: {server: 'https://a'}}]\nusers: [{name: dev}]\n", None,
             "names a user that the kubeconfig does not define",
         ),
-        (kubeconfig(server="ftp://k8s.example.com"), None, "no usable cluster server URL"),
-        (kubeconfig(server="k8s.example.com:6443"), None, "no usable cluster server URL"),
-        (kubeconfig(server=""), None, "no usable cluster server URL"),
+        (kubeconfig(server="ftp://k8s.example.com"), None, "must start with https://"),
+        (kubeconfig(server="k8s.example.com:6443"), None, "must start with https://"),
+        (kubeconfig(server=""), None, "is missing"),
+        (kubeconfig(server="https://k8s.example.com/prefix"), None, "has a path (/prefix)"),
         (kubeconfig(server="https://admin:hunter2@k8s.example.com"), None, "carries credentials"),
         (EXEC_USER, None, "uses `exec`, which runs a command on Dockyard's worker"),
         (EXEC_USER.replace("exec: {command: /bin/sh}", "tokenFile: /etc/shadow"), None, "uses `tokenFile`, which reads a file"),

@@ -48,10 +48,19 @@ class FakeHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address, kube):
+    def __init__(self, address, kube, tls=None):
         super().__init__(address, Handler)
         self.kube = kube
+        self.tls = tls  # an ssl.SSLContext: serve HTTPS (the handshake runs in the connection's own thread)
         self.sockets: set = set()
+
+    def finish_request(self, request, client_address):
+        if self.tls is not None:
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except OSError:  # a client that does not speak TLS, or gives up: as a real server, just close
+                return
+        super().finish_request(request, client_address)
 
     def process_request(self, request, client_address):
         self.sockets.add(request)

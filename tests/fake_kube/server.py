@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 import threading
 import traceback
+import uuid
 from pathlib import Path
 
 import yaml
@@ -37,7 +38,7 @@ class FakeKube:
                  reactive: bool = True, serviceaccount_delay: float = 0.5, require_serviceaccount: bool = True,
                  crd_establish_delay: float = 0.0, pod_start_seconds: float = 1.0,
                  job_pod_seconds: float | None = 10.0, watch_timeout: float = 60.0, bookmark_interval: float = 1.0,
-                 history: int = 5000, port: int = 0):
+                 history: int = 5000, port: int = 0, cluster_uid: str | None = None, tls=None):
         self.clock = Clock(auto=auto)
         self.store = Store(history=history)
         self.registry = Registry()
@@ -57,8 +58,11 @@ class FakeKube:
         self.watch_timeout, self.bookmark_interval = watch_timeout, bookmark_interval
         self.stopping = threading.Event()
         self.port = port
+        self.tls = tls  # an ssl.SSLContext (tls.server_context): serve https:// instead of http://
         self._http: FakeHTTPServer | None = None
         self._threads: list[threading.Thread] = []
+        # What identifies a cluster (kube-system's uid): fresh per instance unless given, so two fakes are two clusters.
+        self.cluster_uid = cluster_uid or str(uuid.uuid4())
         self._bootstrap(nodes, gpu_nodes, node_cpu, node_memory, gpus_per_node, gpu_node_labels or {})
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -67,6 +71,11 @@ class FakeKube:
         for name in SYSTEM_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
             self.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": name}})
+        key = self._type("namespaces").key
+        with self.store.lock:
+            system = self.store.get(key, "", "kube-system")
+            system["metadata"]["uid"] = self.cluster_uid
+            self.store.write(key, system, "MODIFIED")
         for i in range(nodes):
             self.add_node(f"node-{i}", cpu=cpu, memory=memory)
         for i in range(gpu_nodes):
@@ -75,7 +84,7 @@ class FakeKube:
 
     def start(self) -> FakeKube:
         """Listen on 127.0.0.1 (a free port unless one was given) and serve in background threads."""
-        self._http = FakeHTTPServer(("127.0.0.1", self.port), self)
+        self._http = FakeHTTPServer(("127.0.0.1", self.port), self, tls=self.tls)
         self.port = self._http.server_address[1]
         self._spawn(lambda: self._http.serve_forever(poll_interval=0.05), "fake-kube-http")
         if self.clock.auto:
@@ -121,8 +130,8 @@ class FakeKube:
 
     @property
     def url(self) -> str:
-        """http://127.0.0.1:PORT."""
-        return f"http://127.0.0.1:{self.port}"
+        """http://127.0.0.1:PORT (https:// with `tls`)."""
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def kubeconfig(self, context: str = "fake-kube", namespace: str | None = None, token: str = ADMIN_TOKEN) -> dict:
         """A kubeconfig dict for kubernetes.config.new_client_from_config_dict (token auth, no TLS)."""

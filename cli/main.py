@@ -10,6 +10,7 @@ from .commands.online_deployment import online_deployment
 from .commands.online_endpoint import online_endpoint
 from .commands.workspace import workspace
 from .context import State, output_option
+from .output import guard_terminal
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -30,6 +31,7 @@ def cli(ctx: click.Context) -> None:
     `dockyard online-endpoint invoke NAME --request-file request.json`.
     """
     ctx.ensure_object(State)
+    guard_terminal()  # names, messages and logs come from the server: none of them may drive the terminal
 
 
 for command in (login, logout, configure, workspace, compute, instancetype, job, online_endpoint, online_deployment, apply):

@@ -1,5 +1,8 @@
-"""Printing results as aligned text tables, JSON or YAML."""
+"""Printing results as aligned text tables, JSON or YAML, and keeping what the server sent from driving the terminal."""
+import io
 import json
+import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -8,6 +11,52 @@ import yaml
 
 FORMATS = ("table", "json", "yaml")
 EMPTY = "-"
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), bidi overrides and isolates (text that
+# reads in another order than it runs). ESC starts every terminal sequence: escaped, no sequence is left.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text made harmless for a terminal: control characters shown as \\u escapes; a carriage return is a new line.
+
+    The escapes stay valid inside the JSON and YAML the CLI prints (both read `\\u001b`), so output stays parseable.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+class TerminalGuard(io.TextIOBase):
+    """A text stream that passes everything through terminal_safe: names, messages, logs and model answers alike."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(terminal_safe(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    @property
+    def encoding(self):
+        return getattr(self.stream, "encoding", "utf-8")
+
+    @property
+    def errors(self):
+        return getattr(self.stream, "errors", "strict")
+
+
+def guard_terminal() -> None:
+    """Everything the CLI prints goes through TerminalGuard (it prints nothing of its own that needs a control code)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, TerminalGuard):
+            setattr(sys, name, TerminalGuard(stream))
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
 """Changes to compute records: validate, save, bump generation, audit, enqueue reconcile after commit."""
-from functools import partial
-
 from django.db import transaction
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from controlplane.api import BadRequest, Conflict
+from controlplane.celery import enqueue_on_commit
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
@@ -33,7 +32,7 @@ def _enqueue(compute: ComputeTarget) -> None:
     """Ask for a reconcile once the change is committed; if the broker is down the resync catches up."""
     from .tasks import reconcile_compute
 
-    transaction.on_commit(partial(reconcile_compute.delay, compute.pk), robust=True)
+    enqueue_on_commit(reconcile_compute, compute.pk)
 
 
 @transaction.atomic
@@ -162,7 +161,7 @@ def _enqueue_instance_type(record: InstanceType, compute: ComputeTarget) -> None
     """Reconcile after commit with the credentials of the attachment that asked (`compute`)."""
     from .tasks import reconcile_instance_type
 
-    transaction.on_commit(partial(reconcile_instance_type.delay, record.pk, compute.pk), robust=True)
+    enqueue_on_commit(reconcile_instance_type, record.pk, compute.pk)
 
 
 def cluster_of(compute: ComputeTarget) -> Cluster | None:

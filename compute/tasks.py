@@ -9,6 +9,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from controlplane.celery import enqueue_on_commit
+
 from . import kube, reconcile
 from .choices import ComputeType, ProvisioningState
 from .models import Cluster, ComputeTarget, InstanceType
@@ -134,7 +136,7 @@ def chained_run(task, model, pk: int, tick: bool | str, step, period: float, rel
             return
         beat = timezone.now()
         model.objects.filter(pk=row.pk).update(heartbeat_at=beat)
-        transaction.on_commit(partial(task.apply_async, (row.pk,), {"tick": beat.isoformat()}, countdown=delay), robust=True)
+        enqueue_on_commit(task, row.pk, tick=beat.isoformat(), countdown=delay)
 
     row = locked_run(task, model, pk, action, related=related)
     if row is None and isinstance(tick, str) and model.objects.filter(pk=pk).exists():

@@ -1,5 +1,4 @@
 """Changes to online endpoints and deployments: the seed's rules, keys, traffic; reconcile runs after commit."""
-from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -12,6 +11,7 @@ from compute.models import ComputeTarget
 from compute.runners import sandbox
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
+from controlplane.celery import enqueue_on_commit
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
@@ -34,7 +34,7 @@ def _enqueue(task_name: str, pk: int) -> None:
     """Reconcile once the change is committed; if the broker is down the resync catches up."""
     from . import tasks
 
-    transaction.on_commit(partial(getattr(tasks, task_name).delay, pk), robust=True)
+    enqueue_on_commit(getattr(tasks, task_name), pk)
 
 
 def _endpoint_compute(workspace: Workspace, name: str) -> ComputeTarget | None:

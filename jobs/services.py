@@ -1,6 +1,5 @@
 """Changes to jobs: validate the YAML, resolve where it runs, save, audit, enqueue reconcile after commit."""
 import secrets
-from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -10,6 +9,7 @@ from compute.choices import ComputeType, ProvisioningState
 from compute.models import ComputeTarget
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
+from controlplane.celery import enqueue_on_commit
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
@@ -101,7 +101,7 @@ def _enqueue(job: Job) -> None:
     """Ask for a reconcile once the change is committed; if the broker is down the resync catches up."""
     from .tasks import reconcile_job
 
-    transaction.on_commit(partial(reconcile_job.delay, job.pk), robust=True)
+    enqueue_on_commit(reconcile_job, job.pk)
 
 
 @transaction.atomic

@@ -1,6 +1,5 @@
 """Thin Celery tasks for jobs: lock, reconcile, look again when asked; the per-compute observation loop; resync."""
 from datetime import timedelta
-from functools import partial
 
 from celery import shared_task
 from django.conf import settings
@@ -10,6 +9,7 @@ from django.utils import timezone
 
 from compute import kube
 from compute.tasks import backoff, chained_run
+from controlplane.celery import enqueue_on_commit
 
 from . import reconcile
 from .choices import ACTIVE, JobStatus, Target
@@ -39,7 +39,7 @@ def ensure_observed(compute_id: int) -> None:
     """Start the compute's observation loop unless it is running."""
     sync = JobSync.objects.filter(compute_id=compute_id).first()
     if sync is None or _stale(sync.heartbeat_at):
-        transaction.on_commit(partial(observe_jobs.delay, compute_id), robust=True)
+        enqueue_on_commit(observe_jobs, compute_id)
 
 
 def _watched(compute_id: int) -> list[Job]:

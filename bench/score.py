@@ -13,7 +13,7 @@ Then it sends the same JSON body, interleaved and rotating which goes first, fro
 (keep-alive pools per origin; the inference server's sync workers close every connection, so the direct calls connect
 each time, as Dockyard's forward does):
   - through Dockyard:   POST /api/v1/workspaces/bench/online-endpoints/bench/score  (the endpoint's key)
-  - directly:           POST http://127.0.0.1:<the server's port>/score
+  - directly:           POST /score on the server's Unix socket (local servers have no TCP port)
   - and, to split Dockyard's share: the score URL with a wrong key (routing query, key check, a 401: everything but the
     forward) and a URL no route matches (a 404 without the database: the floor of any answer from Dockyard's gunicorn
     and Django middleware).
@@ -53,7 +53,10 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/5")
 QUEUE = os.environ["DOCKYARD_QUEUE"] = f"dockyard-bench-score-{os.getpid()}"  # private: never eat others' tasks
 DEPLOYMENT_DIR = Path(tempfile.mkdtemp(prefix="dy-bench-score-"))
 os.environ["DOCKYARD_DEPLOYMENT_DIR"] = str(DEPLOYMENT_DIR)
+SHARED_DIR = Path(tempfile.mkdtemp(prefix="dy-bench-code-"))  # code the sandbox may read (DOCKYARD_LOCAL_PATHS)
+os.environ["DOCKYARD_LOCAL_PATHS"] = os.pathsep.join([str(SHARED_DIR), str(ROOT / "endpoints" / "tests" / "data")])
 os.environ["DOCKYARD_LOCAL_COMPUTE"] = "true"
+os.environ.setdefault("DOCKYARD_THROTTLE_SCORE_AUTH", "1000000/min")  # the "refused" calls are wrong keys on purpose
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 import django  # noqa: E402
@@ -155,7 +158,7 @@ def api_call(http: httpx.Client, method: str, url: str, token: str, body: dict |
 
 def slow_adder(milliseconds: int) -> Path:
     """The adder with a model that takes `milliseconds` per request (time.sleep), to see the overhead against real work."""
-    folder = DEPLOYMENT_DIR / "slow-adder"
+    folder = SHARED_DIR / "slow-adder"
     folder.mkdir()
     source = (ADDER / "score.py").read_text()
     (folder / "score.py").write_text(source.replace("def run(raw_data):\n", f"def run(raw_data):\n    time.sleep({milliseconds / 1000!r})\n")
@@ -163,8 +166,8 @@ def slow_adder(milliseconds: int) -> Path:
     return folder
 
 
-def set_up(http: httpx.Client, services: Services, token: str, code: Path) -> tuple[str, int]:
-    """The endpoint and its deployment through the API; returns the endpoint's key and the server's port."""
+def set_up(http: httpx.Client, services: Services, token: str, code: Path) -> tuple[str, str]:
+    """The endpoint and its deployment through the API; returns the endpoint's key and the server's socket."""
     def up():
         try:
             return http.get(f"{services.base}/api/v1/compute-types/").status_code < 500
@@ -187,10 +190,14 @@ def set_up(http: httpx.Client, services: Services, token: str, code: Path) -> tu
         assert row["provisioning_state"] != "Failed" and services.alive(), row
         return row if row["provisioning_state"] == "Succeeded" and row["status"].get("state") == "Running" else None
 
-    row = wait_for(serving, 120, "the deployment's server", 0.25)
+    wait_for(serving, 120, "the deployment's server", 0.25)
     response = api_call(http, "PATCH", f"{endpoints}/{ENDPOINT}/", token, {"traffic": {DEPLOYMENT: 100}})
     assert response.status_code == 200, response.text[:500]
-    return key, row["status"]["port"]
+    from endpoints.models import OnlineDeployment
+
+    path = OnlineDeployment.objects.get(name=DEPLOYMENT).runner["socket"]
+    connection.close()
+    return key, path
 
 
 def tear_down(http: httpx.Client, services: Services, token: str) -> None:
@@ -200,7 +207,8 @@ def tear_down(http: httpx.Client, services: Services, token: str) -> None:
         wait_for(lambda: api_call(http, "GET", url, token).status_code == 404, 60, "the endpoint's removal", 0.25)
 
 
-def call(http: httpx.Client, url: str, headers: dict, expected: int = 200) -> tuple[float, bytes]:
+def call(http: httpx.Client, url: str, headers: dict, expected: int = 200, client: httpx.Client | None = None) -> tuple[float, bytes]:
+    http = client or http
     started = time.perf_counter()
     response = http.post(url, content=BODY, headers=headers)
     elapsed = time.perf_counter() - started
@@ -215,8 +223,8 @@ def measure(http: httpx.Client, calls: dict[str, tuple[str, dict, int]], rounds:
     answers = {}
     for number in range(warmup + rounds):
         shift = number % len(order)
-        for name, (url, headers, expected) in order[shift:] + order[:shift]:
-            elapsed, content = call(http, url, headers, expected)
+        for name, (url, headers, expected, *client) in order[shift:] + order[:shift]:
+            elapsed, content = call(http, url, headers, expected, *client)
             answers.setdefault(expected, set()).add(content)
             if number >= warmup:
                 samples[name].append(elapsed)
@@ -301,26 +309,30 @@ def main() -> None:
     log_path = Path(tempfile.gettempdir()) / f"{QUEUE}.log"
     services = None
     http = httpx.Client(timeout=30)
+    direct = None
     try:
         print(f"database {connection.settings_dict['NAME']}; queue {QUEUE}; {os.cpu_count()} CPUs, load average {load()}",
               flush=True)
         user = get_user_model().objects.create_user("bench", password="not-used-for-anything")
-        workspace_create(user=user, name=WORKSPACE)
+        workspace = workspace_create(user=user, name=WORKSPACE)
+        workspace.local_compute_enabled = True  # off by default: as staff would enable it
+        workspace.save()
         token = token_create(user=user, name="bench")[1]
         connection.close()  # nothing of ours holds the database while the services run
         services = Services(log_path, args.gunicorn.split())
         try:
-            key, port = set_up(http, services, token, slow_adder(args.model_ms) if args.model_ms else ADDER)
+            key, path = set_up(http, services, token, slow_adder(args.model_ms) if args.model_ms else ADDER)
+            direct = httpx.Client(timeout=30, transport=httpx.HTTPTransport(uds=path))  # the server's own socket
             score_url = f"{services.base}/api/v1/workspaces/{WORKSPACE}/online-endpoints/{ENDPOINT}/score"
             calls = {
                 "dockyard": (score_url, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}, 200),
-                "direct": (f"http://127.0.0.1:{port}/score", {"Content-Type": "application/json"}, 200),
+                "direct": ("http://localhost/score", {"Content-Type": "application/json"}, 200, direct),
                 # Dockyard's own work without the forward: routing query, key check, a 401 (same length of key).
                 "refused": (score_url, {"Authorization": f"Bearer {'x' * len(key)}", "Content-Type": "application/json"}, 401),
                 # The floor of any answer from Dockyard's gunicorn and Django: a URL no route matches (no database).
                 "floor": (f"{services.base}/api/v1/no-such-path/", {"Content-Type": "application/json"}, 404),
             }
-            print(f"deployment serving on port {port}; {args.warmup} warm-up and {args.rounds} measured rounds "
+            print(f"deployment serving on {path}; {args.warmup} warm-up and {args.rounds} measured rounds "
                   f"(load {load()}) ...", flush=True)
             samples = measure(http, calls, args.rounds, args.warmup)
             report(samples)
@@ -333,6 +345,8 @@ def main() -> None:
     finally:
         signal.alarm(0)
         http.close()
+        if direct is not None:
+            direct.close()
         if services is not None:
             stop(services.web)
             stop(services.worker)
@@ -348,6 +362,7 @@ def main() -> None:
             print(f"could not delete the Redis keys of {QUEUE}: {exc}", file=sys.stderr)
         log_path.unlink(missing_ok=True)
         shutil.rmtree(DEPLOYMENT_DIR, ignore_errors=True)
+        shutil.rmtree(SHARED_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,17 @@ def workspace(owner):
 
 
 @pytest.fixture
+def local_compute(workspace):
+    """`workspace` with local compute enabled, as a staff user would (it is off by default).
+
+    Test files that run local jobs or deployments use it for every test: `pytestmark = pytest.mark.usefixtures("local_compute")`.
+    """
+    workspace.local_compute_enabled = True
+    workspace.save(update_fields=["local_compute_enabled"])
+    return workspace
+
+
+@pytest.fixture
 def users(make_user, owner, workspace):
     """One user per role around `workspace` (anonymous is None)."""
     people = {"anonymous": None, "owner": owner, "outsider": make_user("oscar"), "staff": make_user("sam", staff=True)}

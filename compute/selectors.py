@@ -1,8 +1,8 @@
 """Read paths for compute records and the static catalogs."""
-from django.conf import settings
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from workspaces import access
 from workspaces.models import Workspace
 
 from . import capabilities, quantities, shapes, vmsizes
@@ -46,9 +46,9 @@ def compute_type_list() -> list[dict]:
     return capabilities.capability_rows()
 
 
-def local_compute() -> dict | None:
-    """The built-in `local` target (no record), unless DOCKYARD_LOCAL_COMPUTE turns it off."""
-    if not settings.DOCKYARD_LOCAL_COMPUTE:
+def local_compute(workspace) -> dict | None:
+    """The built-in `local` target (no record), where the server allows it and staff enabled it for the workspace."""
+    if not access.local_compute_allowed(workspace):
         return None
     return {
         "name": "local", "type": "local", "description": "Runs on the worker's host.", "tags": {},

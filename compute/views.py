@@ -96,7 +96,7 @@ class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
     def retrieve(self, request, *args, **kwargs):
         if kwargs["name"] == "local":
-            local = selectors.local_compute()
+            local = selectors.local_compute(self.workspace)
             if local is None:
                 raise Http404
             return Response(local, headers={"ETag": etag_of(local)})

@@ -257,8 +257,16 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Dockyard
-# `compute: local` runs commands on the worker's host: on by default only outside production.
+# Server-wide switch for `compute: local` (sandboxed jobs and deployments on the worker's host). Even when on,
+# each workspace stays without it until a staff user enables it there (Workspace.local_compute_enabled, off by
+# default); when off, nobody can use or enable it. Off by default in production as a second lock.
 DOCKYARD_LOCAL_COMPUTE = env_bool("DOCKYARD_LOCAL_COMPUTE", not PRODUCTION)
+# Who may create workspaces (and so attach compute to one): `staff`, or `anyone` signed in.
+DOCKYARD_WORKSPACE_CREATORS = os.environ.get("DOCKYARD_WORKSPACE_CREATORS") or ("staff" if PRODUCTION else "anyone")
+if DOCKYARD_WORKSPACE_CREATORS not in ("staff", "anyone"):
+    raise ImproperlyConfigured("DOCKYARD_WORKSPACE_CREATORS must be 'staff' or 'anyone'.")
+# Member adds naming no addable user, per user and hour, before further adds get 429: names are not to be guessed.
+DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR = int(os.environ.get("DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR", "20"))
 # Addresses in link-local / cloud-metadata ranges are refused as compute addresses (SSRF) unless allowed.
 DOCKYARD_ALLOW_LINK_LOCAL = env_bool("DOCKYARD_ALLOW_LINK_LOCAL", False)
 # Loopback API servers and SSH hosts (and plain http:// to them) reach Dockyard's own host: a laptop's kind or

@@ -1,7 +1,6 @@
 """Changes to online endpoints and deployments: the seed's rules, keys, traffic; reconcile runs after commit."""
 from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -12,6 +11,7 @@ from compute.runners import sandbox
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from workspaces import access
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
@@ -39,8 +39,9 @@ def _enqueue(task_name: str, pk: int) -> None:
 
 def _endpoint_compute(workspace: Workspace, name: str) -> ComputeTarget | None:
     if name == "local":
-        if not settings.DOCKYARD_LOCAL_COMPUTE:
-            raise _invalid([("compute", "The local compute is turned off on this server (DOCKYARD_LOCAL_COMPUTE).")], "InvalidEndpoint")
+        refusal = access.local_compute_refusal(workspace)
+        if refusal:
+            raise _invalid([("compute", refusal)], "InvalidEndpoint")
         return None
     compute = ComputeTarget.objects.select_related("cluster").filter(workspace=workspace, name=name).first()
     if compute is None or compute.provisioning_state == ProvisioningState.DELETING:

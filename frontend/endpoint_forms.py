@@ -14,6 +14,7 @@ from compute.choices import ComputeType, ProvisioningState
 from compute.manifests import GPU
 from compute.selectors import compute_list, instance_type_list
 from controlplane.parsers import load_yaml_documents
+from workspaces.access import local_compute_allowed
 
 from .compute_form import BoundField, Field, parse_pairs
 
@@ -152,7 +153,7 @@ def kubernetes_computes(workspace):
 
 def compute_choices(workspace) -> list[tuple[str, str]]:
     """Where an endpoint can run: local (when this server allows it) and each Kubernetes compute."""
-    choices = [(LOCAL, "local — the worker's host")] if settings.DOCKYARD_LOCAL_COMPUTE else []
+    choices = [(LOCAL, "local — the worker's host")] if local_compute_allowed(workspace) else []
     for compute in kubernetes_computes(workspace):
         state = "" if compute.provisioning_state == ProvisioningState.SUCCEEDED else f" ({compute.provisioning_state})"
         choices.append((compute.name, f"{compute.name} — Kubernetes{state}"))

@@ -8,11 +8,11 @@ import re
 from dataclasses import replace
 
 import yaml
-from django.conf import settings
 
 from compute.choices import ComputeType, ProvisioningState
 from compute.selectors import compute_list, instance_type_list
 from controlplane.parsers import load_yaml_documents
+from workspaces.access import local_compute_allowed
 
 from .compute_form import BoundField, Field, parse_pairs
 
@@ -154,7 +154,7 @@ def field_of(target: str) -> str:
 
 def compute_choices(workspace) -> list[tuple[str, str]]:
     """Where a job can run: local (when this server allows it), each Kubernetes compute, serverless."""
-    choices = [(LOCAL, "local — the worker's host")] if settings.DOCKYARD_LOCAL_COMPUTE else []
+    choices = [(LOCAL, "local — the worker's host")] if local_compute_allowed(workspace) else []
     computes = compute_list(workspace=workspace, load_creators=False).filter(type=ComputeType.KUBERNETES)
     for compute in computes.exclude(provisioning_state=ProvisioningState.DELETING).order_by("name"):
         state = "" if compute.provisioning_state == ProvisioningState.SUCCEEDED else f" ({compute.provisioning_state})"

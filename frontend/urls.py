@@ -55,6 +55,7 @@ workspace_urls = [
     path("members/<str:username>/role/", members.member_role, name="member-role"),
     path("members/<str:username>/remove/", members.member_remove, name="member-remove"),
     path("events/", members.events, name="events"),
+    path("local-compute/", members.local_compute, name="local-compute"),
 ]
 
 urlpatterns = [

@@ -1,7 +1,6 @@
 """Changes to jobs: validate the YAML, resolve where it runs, save, audit, enqueue reconcile after commit."""
 import secrets
 
-from django.conf import settings
 from django.db import transaction
 
 from compute import capabilities
@@ -10,6 +9,7 @@ from compute.models import ComputeTarget
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from workspaces import access
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
@@ -37,9 +37,10 @@ def _generated_name(workspace: Workspace) -> str:
             return name
 
 
-def _resolve_local(spec: dict) -> tuple[str, None, str]:
-    if not settings.DOCKYARD_LOCAL_COMPUTE:
-        raise _invalid([("compute", "The local compute is turned off on this server (DOCKYARD_LOCAL_COMPUTE).")])
+def _resolve_local(workspace: Workspace, spec: dict) -> tuple[str, None, str]:
+    refusal = access.local_compute_refusal(workspace)
+    if refusal:
+        raise _invalid([("compute", refusal)])
     errors = []
     if spec["resources"]["instance_count"] > 1:
         errors.append(("resources.instance_count", "A local job runs one process on the worker's host: instance_count must be 1."))
@@ -55,7 +56,7 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
     compute = ComputeTarget.objects.select_related("cluster").filter(workspace=workspace, name=name).first()
     if compute is None or compute.provisioning_state == ProvisioningState.DELETING:
         known = sorted(ComputeTarget.objects.filter(workspace=workspace).values_list("name", flat=True))
-        offered = ["local"] * settings.DOCKYARD_LOCAL_COMPUTE + known
+        offered = ["local"] * access.local_compute_allowed(workspace) + known
         hint = f" Computes here: {', '.join(offered)}." if offered else " Attach a compute first."
         raise _invalid([("compute", f"There is no compute '{name}' in workspace '{workspace.name}'.{hint}")])
     if not capabilities.supports(compute.type, "command_jobs"):
@@ -90,7 +91,7 @@ def _check_container_job(spec: dict) -> None:
 
 def _placement(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget | None, str]:
     if spec["compute"] == "local":
-        return _resolve_local(spec)
+        return _resolve_local(workspace, spec)
     if spec["compute"]:
         return _resolve_compute(workspace, spec)
     _check_container_job(spec)

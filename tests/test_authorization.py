@@ -5,7 +5,9 @@ Reading needs `reader`; submitting and changing jobs needs `contributor`; every 
 settings, members, compute) needs `owner`.
 Online endpoints and deployments are used, not managed: their writes and keys need `contributor`.
 Scoring checks the endpoint's own key, whoever calls (see the tests at the end).
-Tokens, the catalogs and workspace creation belong to no workspace: any signed-in user.
+Tokens and the catalogs belong to no workspace: any signed-in user. Who may create workspaces is a setting
+(DOCKYARD_WORKSPACE_CREATORS: anyone signed in, or staff only). Staff alone enable local compute for a workspace
+and attach a cluster `in_cluster` (with Dockyard's own service account).
 The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
 """
 from dataclasses import dataclass, field
@@ -21,6 +23,9 @@ from tests.support import assert_error
 from workspaces.services import token_create
 
 WS = "/api/v1/workspaces/team-a"
+
+# The workspace runs local jobs and deployments, as a staff user would have enabled (it is off by default).
+pytestmark = pytest.mark.usefixtures("local_compute")
 
 
 def read(ok: int = 200) -> dict:
@@ -39,8 +44,18 @@ def signed_in(ok: int) -> dict:
     return {role: 401 if role == "anonymous" else ok for role in ROLES}
 
 
+def staff_only(ok: int, members: int = 403) -> dict:
+    """Staff only, inside a workspace: outsiders still get 404, every member role `members`."""
+    return {"anonymous": 401, "outsider": 404, "reader": members, "contributor": members, "owner": members, "staff": ok}
+
+
+def signed_in_staff(ok: int) -> dict:
+    return {role: 401 if role == "anonymous" else ok if role == "staff" else 403 for role in ROLES}
+
+
 PUBLIC = {role: 200 for role in ROLES}
 CODES = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
+IN_CLUSTER = {"name": "here", "type": "kubernetes", "in_cluster": True}
 
 
 JOB = {"name": "train", "command": "echo hi", "compute": "local"}
@@ -66,15 +81,24 @@ class Endpoint:
     path: str
     expected: dict
     data: dict | None = None
-    needs: tuple = field(default=())  # "compute": a compute named cpu-cluster in team-a; "job": a local job named train
+    # "compute": a compute named cpu-cluster in team-a; "job": a local job named train; "kubernetes": an attached `k8s`;
+    # "endpoint": local endpoint `adder`; "local-off": team-a without local compute; "pod": Dockyard runs in a pod
+    needs: tuple = field(default=())
+    settings: dict = field(default_factory=dict)
 
 
 ENDPOINTS = [
     Endpoint("workspaces-list", "get", "/api/v1/workspaces/", signed_in(200)),
     Endpoint("workspaces-create", "post", "/api/v1/workspaces/", signed_in(201), {"name": "new-team"}),
+    Endpoint("workspaces-create-staff-only", "post", "/api/v1/workspaces/", signed_in_staff(201), {"name": "new-team"},
+             settings={"DOCKYARD_WORKSPACE_CREATORS": "staff"}),
     Endpoint("workspace-retrieve", "get", f"{WS}/", read()),
     Endpoint("workspace-patch", "patch", f"{WS}/", manage(200), {"description": "changed"}),
     Endpoint("workspace-delete", "delete", f"{WS}/", manage(204)),
+    Endpoint("workspace-enable-local-compute", "patch", f"{WS}/", staff_only(200), {"allow_local_compute": True},
+             ("local-off",)),
+    Endpoint("workspace-disable-local-compute", "patch", f"{WS}/", staff_only(200), {"allow_local_compute": False}),
+    Endpoint("workspace-local-network", "patch", f"{WS}/", staff_only(200), {"allow_local_network": True}),
     Endpoint("members-list", "get", f"{WS}/members/", read()),
     Endpoint("member-retrieve", "get", f"{WS}/members/reader-user/", read()),
     Endpoint("members-create", "post", f"{WS}/members/", manage(201), {"user": "nina", "role": "reader"}),
@@ -83,6 +107,8 @@ ENDPOINTS = [
     Endpoint("events-list", "get", f"{WS}/events/", read()),
     Endpoint("computes-list", "get", f"{WS}/computes/", read()),
     Endpoint("computes-create", "post", f"{WS}/computes/", manage(201), body("amlcompute", name="new-cluster")),
+    # As if Dockyard ran in a pod ("pod"): the attachment would use Dockyard's own service account.
+    Endpoint("computes-create-in-cluster", "post", f"{WS}/computes/", staff_only(201), IN_CLUSTER, ("pod",)),
     Endpoint("compute-retrieve", "get", f"{WS}/computes/cpu-cluster/", read(), needs=("compute",)),
     Endpoint("compute-patch", "patch", f"{WS}/computes/cpu-cluster/", manage(200), {"max_instances": 9}, ("compute",)),
     Endpoint("compute-delete", "delete", f"{WS}/computes/cpu-cluster/", manage(202), needs=("compute",)),
@@ -133,13 +159,33 @@ def nina(make_user):
     return make_user("nina")
 
 
+def attached_kubernetes(owner, workspace, fake_kube):
+    """Compute `k8s` attached to the fake API server, its checks passed (only a proven attachment changes a cluster)."""
+    from compute import kube, reconcile
+    from compute.models import ComputeTarget
+
+    kube._clients.clear()
+    data = {"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()}
+    compute = compute_create(user=owner, workspace=workspace, data=data)
+    reconcile.reconcile_compute(ComputeTarget.objects.get(pk=compute.pk))
+    compute.refresh_from_db()
+    return compute
+
+
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda endpoint: endpoint.name)
-def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as):
+def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, settings, request):
+    for name, value in endpoint.settings.items():
+        setattr(settings, name, value)
+    if "pod" in endpoint.needs:
+        request.getfixturevalue("monkeypatch").setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    if "local-off" in endpoint.needs:
+        workspace.local_compute_enabled = False
+        workspace.save(update_fields=["local_compute_enabled"])
     if "compute" in endpoint.needs:
         create_compute(workspace, users["owner"], name="cpu-cluster")
     if "kubernetes" in endpoint.needs:
-        k8s = compute_create(user=users["owner"], workspace=workspace, data=body("kubernetes", name="k8s"))
+        k8s = attached_kubernetes(users["owner"], workspace, request.getfixturevalue("fake_kube"))
         if endpoint.method != "post":
             instance_types_create(user=users["owner"], compute=k8s, body=SHAPE)
     if "job" in endpoint.needs:
@@ -247,6 +293,8 @@ def test_an_owner_of_one_workspace_gets_404_for_anothers_job(method, suffix, dat
 
     bob = make_user("bob")
     other = workspace_create(user=bob, name="team-b")
+    other.local_compute_enabled = True
+    other.save(update_fields=["local_compute_enabled"])
     theirs = job_create(user=bob, workspace=other, data=JOB)
     response = getattr(owner_api, method)(f"/api/v1/workspaces/team-b/jobs/{suffix}", data, format="json")
     assert_error(response, 404, "NotFound")

@@ -111,7 +111,7 @@ def add_online_endpoint(owner, workspace) -> None:
 
 
 @pytest.fixture(autouse=True)
-def records(fast_passwords, db, monkeypatch, settings, users, workspace):
+def records(fast_passwords, db, monkeypatch, settings, users, workspace, local_compute):
     """A workspace full of computes, jobs and an online endpoint behind the API, which answers as often as it is asked."""
     for body in COMPUTES:
         compute_create(user=users["owner"], workspace=workspace, data=body)

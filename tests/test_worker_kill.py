@@ -205,7 +205,7 @@ STALE_SECONDS = 2  # the workers' DOCKYARD_JOB_STALE_SECONDS: a dead chain is ta
 
 
 @pytest.fixture
-def local_workers(transactional_db, settings, tmp_path):
+def local_workers(transactional_db, settings, tmp_path, local_compute):
     """Workers that run local jobs in a folder of this test and take dead chains over quickly."""
     settings.DOCKYARD_JOB_DIR = tmp_path / "jobs"
     env = {"DOCKYARD_JOB_DIR": str(settings.DOCKYARD_JOB_DIR), "DOCKYARD_JOB_STALE_SECONDS": str(STALE_SECONDS),

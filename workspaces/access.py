@@ -1,4 +1,5 @@
 """Who may do what in a workspace: the one place the API and the studio ask."""
+from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.http import Http404
 from rest_framework.exceptions import PermissionDenied
@@ -50,3 +51,27 @@ def require(user, workspace: Workspace, action: str) -> None:
 def permissions_for(user, workspace: Workspace) -> dict[str, bool]:
     """Flags for templates: which buttons to show."""
     return {action: can(user, workspace, action) for action in ACTIONS}
+
+
+def may_create_workspaces(user) -> bool:
+    """DOCKYARD_WORKSPACE_CREATORS: `staff` (production default) or `anyone` signed in."""
+    return user.is_staff or settings.DOCKYARD_WORKSPACE_CREATORS == "anyone"
+
+
+def require_workspace_creator(user) -> None:
+    if not may_create_workspaces(user):
+        raise PermissionDenied("Only staff can create workspaces on this server (DOCKYARD_WORKSPACE_CREATORS).")
+
+
+def local_compute_allowed(workspace: Workspace) -> bool:
+    """Whether `compute: local` may be used here: the server allows it and staff enabled it for the workspace."""
+    return settings.DOCKYARD_LOCAL_COMPUTE and workspace.local_compute_enabled
+
+
+def local_compute_refusal(workspace: Workspace) -> str | None:
+    """Why `compute: local` is refused in this workspace, in a sentence; None when it is allowed."""
+    if not settings.DOCKYARD_LOCAL_COMPUTE:
+        return "The local compute is turned off on this server (DOCKYARD_LOCAL_COMPUTE)."
+    if not workspace.local_compute_enabled:
+        return f"Local compute is not enabled for workspace '{workspace.name}'; a staff user can enable it."
+    return None

@@ -66,6 +66,9 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # The token this one was minted with, if any: revoking it deletes this one (and its children, transitively),
+    # and this one never outlives it (token_create caps expires_at at the parent's).
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
 
     class Meta:
         ordering = ["-created_at", "-id"]

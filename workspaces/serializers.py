@@ -17,12 +17,23 @@ def validate_tags(value):
 
 class WorkspaceSerializer(serializers.ModelSerializer):
     tags = serializers.JSONField(required=False, validators=[validate_tags])
+    allow_local_compute = serializers.BooleanField(
+        source="local_compute_enabled", read_only=True,
+        help_text="Whether jobs and deployments here may use `compute: local` (sandboxed); only staff change it.",
+    )
+    allow_local_network = serializers.BooleanField(
+        source="local_network_enabled", read_only=True,
+        help_text="Whether local jobs and deployments here get network access; only staff change it.",
+    )
     role = serializers.SerializerMethodField()
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Workspace
-        fields = ["name", "display_name", "description", "tags", "role", "created_by", "created_at", "updated_at"]
+        fields = [
+            "name", "display_name", "description", "tags", "allow_local_compute", "allow_local_network", "role",
+            "created_by", "created_at", "updated_at",
+        ]
         read_only_fields = ["created_at", "updated_at"]
         # No unique check here: a taken name is the service's 409 Conflict, not a 400.
         extra_kwargs = {"name": {"validators": [validate_workspace_name]}, "description": {"max_length": MAX_DESCRIPTION}}
@@ -32,6 +43,13 @@ class WorkspaceSerializer(serializers.ModelSerializer):
 
 
 class WorkspaceUpdateSerializer(WorkspaceSerializer):
+    allow_local_compute = serializers.BooleanField(
+        source="local_compute_enabled", required=False, help_text="Staff only (an unchanged value is accepted from anyone)."
+    )
+    allow_local_network = serializers.BooleanField(
+        source="local_network_enabled", required=False, help_text="Staff only (an unchanged value is accepted from anyone)."
+    )
+
     class Meta(WorkspaceSerializer.Meta):
         read_only_fields = ["name", "created_at", "updated_at"]
 

@@ -2,25 +2,30 @@
 import secrets
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 
 from controlplane.api import BadRequest, Conflict
 
+from . import access
 from .audit import audit_record, changed_fields
 from .authentication import hash_token
 from .choices import AuditAction, Role
 from .models import ApiToken, Membership, Workspace
 
 WORKSPACE_FIELDS = ("display_name", "description", "tags")
+LOCAL_COMPUTE_FIELDS = ("local_compute_enabled", "local_network_enabled")
 TOKEN_PREFIX = "dy_"
 
 
 @transaction.atomic
 def workspace_create(*, user, name: str, display_name: str = "", description: str = "", tags: dict | None = None) -> Workspace:
-    """Create a workspace; its creator becomes its first owner."""
+    """Create a workspace; its creator becomes its first owner (who may create is DOCKYARD_WORKSPACE_CREATORS)."""
+    access.require_workspace_creator(user)
     if Workspace.objects.filter(name=name).exists():
         raise Conflict(f"A workspace named '{name}' already exists.")
     workspace = Workspace.objects.create(
@@ -33,7 +38,13 @@ def workspace_create(*, user, name: str, display_name: str = "", description: st
 
 @transaction.atomic
 def workspace_update(*, user, workspace: Workspace, **fields) -> Workspace:
-    """Change a workspace's display fields."""
+    """Change a workspace's display fields; its local-compute flags only through staff (unchanged values pass)."""
+    wanted = {key: fields[key] for key in LOCAL_COMPUTE_FIELDS if key in fields}
+    if any(value != getattr(workspace, key) for key, value in wanted.items()):
+        workspace_local_compute_set(
+            user=user, workspace=workspace, enabled=wanted.get("local_compute_enabled", workspace.local_compute_enabled),
+            network=wanted.get("local_network_enabled"),
+        )
     before = {key: getattr(workspace, key) for key in WORKSPACE_FIELDS}
     for key, value in fields.items():
         if key in WORKSPACE_FIELDS:
@@ -49,6 +60,28 @@ def workspace_update(*, user, workspace: Workspace, **fields) -> Workspace:
 
 
 @transaction.atomic
+def workspace_local_compute_set(*, user, workspace: Workspace, enabled: bool, network: bool | None = None) -> Workspace:
+    """Staff only: let the workspace run sandboxed `compute: local` jobs and deployments (and give them network)."""
+    if not user.is_staff:
+        raise PermissionDenied("Only staff can enable or disable local compute for a workspace.")
+    if enabled and not settings.DOCKYARD_LOCAL_COMPUTE:
+        raise BadRequest("The local compute is turned off on this server (DOCKYARD_LOCAL_COMPUTE).",
+                         code="LocalComputeOff", target="allow_local_compute")
+    before = {key: getattr(workspace, key) for key in LOCAL_COMPUTE_FIELDS}
+    workspace.local_compute_enabled = enabled
+    if network is not None:
+        workspace.local_network_enabled = network
+    workspace.save(update_fields=[*LOCAL_COMPUTE_FIELDS, "updated_at"])
+    changes = changed_fields(before, {key: getattr(workspace, key) for key in LOCAL_COMPUTE_FIELDS})
+    if changes:
+        audit_record(
+            actor=user, action=AuditAction.UPDATE, verb="local-compute", target_type="workspace",
+            target_name=workspace.name, workspace=workspace, changes=changes,
+        )
+    return workspace
+
+
+@transaction.atomic
 def workspace_delete(*, user, workspace: Workspace) -> None:
     """Delete an empty workspace; one that still has compute must be emptied first."""
     if workspace.computes.exists():
@@ -59,17 +92,34 @@ def workspace_delete(*, user, workspace: Workspace) -> None:
     workspace.delete()
 
 
-def _user_named(username: str):
+MISS_WINDOW_SECONDS = 3600
+
+
+def _misses_key(actor) -> str:
+    return f"dockyard:member-add-misses:{actor.pk}"
+
+
+def _user_named(actor, username: str):
+    """The active user to add; one answer for a name nobody has and for an account that cannot be added.
+
+    Which names exist is not an owner's to learn by trying: misses are counted per actor, and past
+    DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR every add is refused with 429 until the hour is over.
+    """
+    key = _misses_key(actor)
+    if (cache.get(key) or 0) >= settings.DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR:
+        raise Throttled(detail="Too many adds named no addable user; try again later.")
     user = get_user_model().objects.filter(username=username, is_active=True).first()
     if user is None:
-        raise ValidationError({"user": [f"There is no active user named '{username}'."]})
+        cache.add(key, 0, timeout=MISS_WINDOW_SECONDS)
+        cache.incr(key)
+        raise ValidationError({"user": [f"'{username}' cannot be added: there is no active user by that name."]})
     return user
 
 
 @transaction.atomic
 def member_add(*, actor, workspace: Workspace, username: str, role: str) -> Membership:
     """Give a user a role in the workspace."""
-    user = _user_named(username)
+    user = _user_named(actor, username)
     if Membership.objects.filter(workspace=workspace, user=user).exists():
         raise Conflict(f"'{username}' is already a member of '{workspace.name}'.")
     membership = Membership.objects.create(workspace=workspace, user=user, role=role)
@@ -117,19 +167,38 @@ def member_remove(*, actor, membership: Membership) -> None:
     membership.delete()
 
 
-def token_create(*, user, name: str = "", expires_at: datetime | None = None, days: int | None = None) -> tuple[ApiToken, str]:
-    """Issue a token; the raw value is returned once and only its hash is stored."""
-    from django.conf import settings
+def token_create(
+    *, user, name: str = "", expires_at: datetime | None = None, days: int | None = None, parent: ApiToken | None = None
+) -> tuple[ApiToken, str]:
+    """Issue a token; the raw value is returned once and only its hash is stored.
 
+    A token minted with another token (`parent`) expires no later than it and is revoked with it.
+    """
     if expires_at is None:
         expires_at = timezone.now() + timedelta(days=days or settings.API_TOKEN_DEFAULT_DAYS)
+    if parent is not None and parent.expires_at is not None:
+        expires_at = min(expires_at, parent.expires_at)
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, prefix=raw[:10], key_hash=hash_token(raw), expires_at=expires_at)
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=raw[:10], key_hash=hash_token(raw), expires_at=expires_at, parent=parent
+    )
     audit_record(actor=user, action=AuditAction.CREATE, target_type="token", target_name=token.prefix)
     return token, raw
 
 
+def _descendants(token: ApiToken) -> list[ApiToken]:
+    """Tokens minted from this one, from theirs, and so on (one query per generation)."""
+    found, generation = [], [token.pk]
+    while generation:
+        children = list(ApiToken.objects.filter(parent_id__in=generation))
+        found += children
+        generation = [child.pk for child in children]
+    return found
+
+
+@transaction.atomic
 def token_revoke(*, user, token: ApiToken) -> None:
-    """Revoke (delete) a token."""
-    audit_record(actor=user, action=AuditAction.DELETE, target_type="token", target_name=token.prefix)
-    token.delete()
+    """Revoke (delete) a token and every token minted from it, transitively."""
+    for revoked in [token, *_descendants(token)]:
+        audit_record(actor=user, action=AuditAction.DELETE, target_type="token", target_name=revoked.prefix)
+    token.delete()  # the parent foreign key cascades to the descendants

@@ -55,6 +55,11 @@ class WorkspaceViewSet(ETagMixin, viewsets.ModelViewSet):
         )
         return selectors.workspace_list(user=user).annotate(my_role=role).select_related("created_by")
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.action == "create":  # before the body is read: a refused creator learns nothing from validation
+            access.require_workspace_creator(request.user)
+
     def get_object(self):
         workspace = access.workspace_for(self.request.user, self.kwargs["name"])
         if self.action != "retrieve":
@@ -129,8 +134,10 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
     def create(self, request, *args, **kwargs):
         body = ApiTokenCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        parent = request.auth if isinstance(request.auth, ApiToken) else None  # None: a session (the studio)
         token, raw = services.token_create(
-            user=request.user, name=body.validated_data["name"], days=body.validated_data.get("expires_in_days")
+            user=request.user, name=body.validated_data["name"], days=body.validated_data.get("expires_in_days"),
+            parent=parent,
         )
         token.token = raw
         return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)

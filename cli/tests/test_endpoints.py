@@ -21,7 +21,7 @@ from endpoints import reconcile, tasks
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.services import deployment_create, endpoint_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("local_compute")]  # local: as staff would
 
 ADDER = Path(__file__).resolve().parents[2] / "endpoints" / "tests" / "data" / "adder"
 ENDPOINT = {"$schema": "https://azuremlschemas.azureedge.net/latest/kubernetesOnlineEndpoint.schema.json",

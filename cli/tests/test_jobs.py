@@ -27,7 +27,7 @@ from jobs import tasks
 from jobs.models import Job, JobLogLine
 from jobs.services import job_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("local_compute")]  # local: as staff would
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = {"$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json", "type": "command",

@@ -230,7 +230,7 @@ def test_unknown_provisioning_state_filter_is_400(owner_api, fleet):
 # the built-in local target
 
 
-def test_local_is_built_in(api_as, users, workspace):
+def test_local_is_built_in(api_as, users, local_compute):
     response = api_as("reader").get(URL + "local/")
     assert response.status_code == 200
     local = response.json()
@@ -238,13 +238,17 @@ def test_local_is_built_in(api_as, users, workspace):
     assert response["ETag"]
 
 
-def test_local_is_404_when_turned_off(owner_api, workspace, settings):
+def test_local_is_404_when_turned_off(owner_api, local_compute, settings):
     settings.DOCKYARD_LOCAL_COMPUTE = False
     assert_error(owner_api.get(URL + "local/"), 404, "NotFound")
 
 
+def test_local_is_404_until_staff_enable_it_for_the_workspace(owner_api, workspace):
+    assert_error(owner_api.get(URL + "local/"), 404, "NotFound")
+
+
 @pytest.mark.parametrize("method", ["patch", "delete"])
-def test_local_cannot_be_changed_or_deleted(owner_api, workspace, method):
+def test_local_cannot_be_changed_or_deleted(owner_api, local_compute, method):
     events = AuditEvent.objects.count()
     response = getattr(owner_api, method)(URL + "local/", {"description": "mine"}, format="json")
     assert_error(response, 400, "BuiltInCompute", "name")

@@ -17,6 +17,8 @@ from endpoints.models import OnlineDeployment, OnlineEndpoint
 from tests.support import assert_error
 from workspaces.models import AuditEvent
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
+
 BASE = "/api/v1/workspaces/team-a/online-endpoints"
 ADDER = Path(__file__).parent / "data" / "adder"
 GPU = "nvidia.com/gpu"

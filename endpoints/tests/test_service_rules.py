@@ -5,6 +5,8 @@ from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.tests.test_api import BASE, create_deployment, create_endpoint, local_deployment, score
 from tests.support import assert_error
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
+
 
 @pytest.fixture(autouse=True)
 def folders(settings, tmp_path):

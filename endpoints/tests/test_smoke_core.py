@@ -7,6 +7,8 @@ import pytest
 from endpoints import reconcile
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
+
 BASE = "/api/v1/workspaces/team-a/online-endpoints"
 ADDER = Path(__file__).parent / "data" / "adder"
 

@@ -44,8 +44,10 @@ def card_of(body: str, name: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def local_compute(settings, tmp_path):
+def local_compute(settings, tmp_path, workspace):
     settings.DOCKYARD_LOCAL_COMPUTE = True
+    workspace.local_compute_enabled = True  # off by default: enabled as staff would
+    workspace.save(update_fields=["local_compute_enabled"])
     settings.DOCKYARD_DEPLOYMENT_DIR = tmp_path / "deployments"
 
 

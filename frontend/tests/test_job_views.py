@@ -17,6 +17,8 @@ from compute.models import Cluster, ComputeTarget, InstanceType
 from jobs.models import Job, JobEvent, JobLogLine
 from jobs.services import job_create
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
+
 JOBS = "/w/team-a/jobs/"
 FORM = "/w/team-a/jobs/new/form/"
 PASTE = "/w/team-a/jobs/new/paste/"

@@ -398,7 +398,7 @@ def test_owner_adds_a_member(owner_client, users):
 
 
 @pytest.mark.parametrize(
-    "username, message", [("nobody", "There is no active user named"), ("reader-user", "already a member")]
+    "username, message", [("nobody", "cannot be added: there is no active user by that name"), ("reader-user", "already a member")]
 )
 def test_member_add_errors_are_shown_at_the_username(owner_client, users, username, message):
     response = owner_client.post("/w/team-a/members/", {"username": username, "role": "owner"})

@@ -1,11 +1,12 @@
 """Home (workspaces), the workspace landing redirect, and the pages of features still to come."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import redirect, render
 
-from workspaces import selectors, services
+from workspaces import access, selectors, services
 from workspaces.models import Membership
 
 from ..forms import WorkspaceForm
@@ -29,6 +30,9 @@ def workspace_cards(user):
 def home(request):
     """Workspaces the user can open, and the form that creates one."""
     form = WorkspaceForm(request.POST or None)
+    may_create = access.may_create_workspaces(request.user)
+    if request.method == "POST" and not may_create:
+        raise PermissionDenied("Only staff can create workspaces on this server.")
     if request.method == "POST" and form.is_valid():
         try:
             workspace = services.workspace_create(user=request.user, **form.cleaned_data)
@@ -38,7 +42,7 @@ def home(request):
         else:
             messages.success(request, f"Workspace {workspace.name} created; you are its owner.")
             return redirect("frontend:compute", ws=workspace.name)
-    context = {**remembered_workspace(request), "nav": "home", "form": form}
+    context = {**remembered_workspace(request), "nav": "home", "form": form, "may_create": may_create}
     context["workspaces"] = workspace_cards(request.user)
     return render(request, "frontend/home.html", context)
 

@@ -1,13 +1,14 @@
 """Members of a workspace (owners add, re-role and remove them) and the workspace's audit events."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import Throttled, ValidationError
 
 from workspaces import access, selectors, services
 from workspaces.choices import Role
@@ -36,6 +37,8 @@ def members(request, ws):
                 membership = services.member_add(
                     actor=request.user, workspace=context["workspace"], **form.cleaned_data
                 )
+            except Throttled as exc:
+                form.add_error("username", str(exc.detail))
             except USER_ERRORS as exc:
                 for row in error_rows(exc, target="username"):
                     form.add_error("role" if row["target"] == "role" else "username", row["message"])
@@ -94,6 +97,25 @@ def remove(request, membership):
 
 member_role = member_change(change_role)
 member_remove = member_change(remove)
+
+
+@login_required
+@require_POST
+def local_compute(request, ws):
+    """Staff turn local compute (and its network) on or off for the workspace; the service audits it."""
+    workspace = access.workspace_for(request.user, ws)
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff can enable or disable local compute for a workspace.")
+    try:
+        services.workspace_local_compute_set(
+            user=request.user, workspace=workspace, enabled="enabled" in request.POST, network="network" in request.POST
+        )
+    except USER_ERRORS as exc:
+        messages.error(request, error_rows(exc)[0]["message"])
+    else:
+        state = "enabled" if workspace.local_compute_enabled else "off"
+        messages.success(request, f"Local compute is {state} for {ws}.")
+    return redirect("frontend:members", ws=ws)
 
 
 @login_required

@@ -13,8 +13,10 @@ from jobs.models import Job, JobEvent
 from jobs.reconcile.status import append_lines
 from jobs.views import encode_cursor
 from tests.support import assert_error
-from workspaces.models import AuditEvent
+from workspaces.models import AuditEvent, Workspace
 from workspaces.services import workspace_create
+
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 
 URL = "/api/v1/workspaces/team-a/jobs/"
 IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04:latest"
@@ -146,7 +148,8 @@ def test_a_taken_name_is_a_conflict_and_changes_nothing(owner_api, workspace):
 
 
 def test_the_same_name_in_another_workspace_is_fine(owner_api, workspace, owner):
-    workspace_create(user=owner, name="team-b")
+    other = workspace_create(user=owner, name="team-b")
+    Workspace.objects.filter(pk=other.pk).update(local_compute_enabled=True)
     submit(owner_api, name="train")
     response = owner_api.post("/api/v1/workspaces/team-b/jobs/", {"name": "train", "command": "x", "compute": "local"}, format="json")
     assert response.status_code == 201, response.json()

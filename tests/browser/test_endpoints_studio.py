@@ -66,6 +66,8 @@ def people(django_user_model):
     olivia = django_user_model.objects.create_user(username="olivia", password="correct-horse-battery")
     bob = django_user_model.objects.create_user(username="bob", password="correct-horse-battery")
     workspace = workspace_create(user=olivia, name="vision", display_name="Vision team")
+    workspace.local_compute_enabled = True  # off by default: enabled as staff would
+    workspace.save(update_fields=["local_compute_enabled"])
     Membership.objects.create(workspace=workspace, user=bob, role=Role.READER)
     return olivia, bob
 

@@ -12,7 +12,7 @@ import pytest
 from compute.manifests import INSTANCE_TYPE_API_VERSION
 from compute.models import ComputeTarget, InstanceType
 from compute.services import compute_create
-from compute.tests.factories import VALID_BODIES, body, kubeconfig
+from compute.tests.factories import VALID_BODIES, as_checked, body, kubeconfig
 from controlplane import specs
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from jobs.models import Job
@@ -64,7 +64,7 @@ def prepared(owner, workspace, make_user, settings):
     workspace.local_compute_enabled = True
     workspace.save(update_fields=["local_compute_enabled"])
     make_user("nina")
-    compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s"))
+    as_checked(compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s")))
     endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
     return client_for(owner)
 

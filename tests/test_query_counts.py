@@ -4,7 +4,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from compute.choices import ComputeType
-from compute.tests.factories import ComputeTargetFactory, body
+from compute.tests.factories import ComputeTargetFactory, as_checked, body
 from workspaces.tests.factories import (
     ApiTokenFactory,
     AuditEventFactory,
@@ -39,7 +39,7 @@ def add_instance_types(n, workspace, owner):
     from compute.models import ComputeTarget, InstanceType
     from compute.services import compute_create
 
-    compute = ComputeTarget.objects.filter(name="k8s").first() or compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s"))
+    compute = ComputeTarget.objects.filter(name="k8s").first() or as_checked(compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s")))
     start = InstanceType.objects.filter(cluster=compute.cluster).count()
     for index in range(start, start + n):
         InstanceType.objects.create(cluster=compute.cluster, name=f"it-{index}", requests={"cpu": "1", "memory": "1Gi"},
@@ -62,7 +62,7 @@ def add_jobs(n, workspace, owner):
     from compute.services import compute_create
     from jobs.models import Job
 
-    compute = ComputeTarget.objects.filter(name="k8s").first() or compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s"))
+    compute = ComputeTarget.objects.filter(name="k8s").first() or as_checked(compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s")))
     start = Job.objects.count()
     for index in range(start, start + n):
         target = ("kubernetes", "local", "serverless")[index % 3]

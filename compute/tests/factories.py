@@ -52,6 +52,20 @@ def create_compute(workspace, user, compute_type: str = "amlcompute", **override
     return compute_create(user=user, workspace=workspace, data=body(compute_type, **overrides))
 
 
+def as_checked(compute: ComputeTarget) -> ComputeTarget:
+    """A kubernetes compute as a passing check leaves it, with no cluster behind it: linked to the Cluster of its
+    server (a stand-in uid per server), Succeeded. Only a proven attachment sees and changes instance types."""
+    from django.utils import timezone
+
+    from compute.models import Cluster
+
+    server = compute.properties["server"]
+    compute.cluster = Cluster.objects.get_or_create(uid=f"test-uid-of-{server}", defaults={"server": server})[0]
+    compute.provisioning_state, compute.checked_at = ProvisioningState.SUCCEEDED, timezone.now()
+    compute.save(update_fields=["cluster", "provisioning_state", "checked_at"])
+    return compute
+
+
 # What the serializers store for each type's VALID_BODIES entry (secrets aside).
 STORED_PROPERTIES = {
     "kubernetes": {"context": "dev", "namespace": "ml", "node_selector": {}, "in_cluster": False, "server": "https://10.0.0.1:6443"},

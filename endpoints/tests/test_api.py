@@ -11,7 +11,7 @@ import yaml
 from rest_framework.test import APIClient
 
 from compute.models import InstanceType
-from compute.tests.factories import create_compute
+from compute.tests.factories import as_checked, create_compute
 from endpoints import keys as endpoint_keys
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from tests.support import assert_error
@@ -87,7 +87,7 @@ def assert_refused(response, code: str, targets: list[str], before: tuple, statu
 @pytest.fixture
 def k8s(workspace, owner):
     """A Kubernetes compute record (no cluster behind it) whose cluster has three instance types."""
-    compute = create_compute(workspace, owner, "kubernetes", name="k8s")
+    compute = as_checked(create_compute(workspace, owner, "kubernetes", name="k8s"))
     cluster = compute.cluster
     InstanceType.objects.create(cluster=cluster, name="small", requests={"cpu": "1", "memory": "2Gi"}, limits={"cpu": "4", "memory": "8Gi"})
     InstanceType.objects.create(cluster=cluster, name="big", requests={"cpu": "2", "memory": "4Gi"}, limits={"cpu": "8", "memory": "32Gi"})

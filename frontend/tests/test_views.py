@@ -279,7 +279,7 @@ def field_error(body: str, field: str) -> str:
         ("kubernetes", {"name": "k1"}, "kubeconfig", "A kubeconfig is required"),
         ("kubernetes", {"name": "k1", "kubeconfig": "kind: Config\n"}, "kubeconfig", "no current-context"),
         ("kubernetes", {"name": "k1", "kubeconfig": KUBECONFIG, "node_selector": "just-a-word"}, "node_selector", "is not key=value"),
-        ("virtualmachine", {"name": "v1", "address": "169.254.169.254", "admin_username": "u", "admin_password": "p"}, "address", "link-local"),
+        ("virtualmachine", {"name": "v1", "address": "169.254.169.254", "admin_username": "u", "admin_password": "p"}, "address", "cloud metadata"),
         ("virtualmachine", {"name": "v1", "address": "10.0.0.1", "admin_username": "u"}, "admin_password", "Give admin_password or ssh_private_key"),
         ("batch", {"name": "b1", "account_name": "UPPER"}, "account_name", "lowercase"),
     ],

@@ -8,7 +8,7 @@ import pytest
 
 from compute.models import ComputeTarget, InstanceType
 from compute.services import compute_create
-from compute.tests.factories import body, kubeconfig
+from compute.tests.factories import as_checked, body, kubeconfig
 from endpoints.models import OnlineDeployment
 from endpoints.services import endpoint_create
 from jobs.models import Job
@@ -26,7 +26,7 @@ def pages(owner, workspace):
     workspace.local_compute_enabled = True
     workspace.save(update_fields=["local_compute_enabled"])
     endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
-    compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s"))
+    as_checked(compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s")))
     return {
         "job": ("/w/team-a/jobs/new/paste/", JOB),
         "deployment": ("/w/team-a/endpoints/adder/deployments/new/paste/", DEPLOYMENT),

@@ -8,7 +8,7 @@ import yaml
 from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
 from compute.services import instance_types_create
-from compute.tests.factories import create_compute
+from compute.tests.factories import as_checked, create_compute
 from jobs.models import Job, JobEvent
 from jobs.reconcile.status import append_lines
 from jobs.views import encode_cursor
@@ -49,7 +49,7 @@ def set_state(name: str, **fields) -> Job:
 @pytest.fixture
 def k8s(workspace, owner) -> ComputeTarget:
     """A kubernetes compute (with its Cluster) that has one instance type besides the default."""
-    compute = create_compute(workspace, owner, "kubernetes")
+    compute = as_checked(create_compute(workspace, owner, "kubernetes"))
     instance_types_create(user=owner, compute=compute, body=SHAPE)
     return compute
 

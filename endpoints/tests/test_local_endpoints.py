@@ -20,6 +20,7 @@ from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.reconcile import local
 from tests.e2e_support import in_process_worker, wait_for
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 BASE = "/api/v1/workspaces/team-a/online-endpoints"
 ADDER = Path(__file__).parent / "data" / "adder"
 START = 90.0  # seconds a server may take from create to Running (1–3 s alone; far more on a loaded 2-core host)

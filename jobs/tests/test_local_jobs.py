@@ -29,6 +29,7 @@ from jobs.models import Job
 from jobs.reconcile.local import run_folder
 from jobs.tasks import reconcile_job, resync_jobs
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 BASE = "/api/v1/workspaces/team-a/jobs"
 SECRETS = {
     "SECRET_KEY": "django-secret-of-the-worker",

@@ -9,6 +9,7 @@ from compute.models import ComputeTarget
 from jobs import reconcile
 from jobs.models import Job
 
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 BASE = "/api/v1/workspaces/team-a/jobs"
 
 

@@ -258,3 +258,54 @@ def test_a_venv_made_by_another_job_is_refused(owner_api, fake_venv):
     assert (planted / "pyvenv.cfg").is_file()
     job, _ = run(owner_api, "echo ran", environment={"venv": str(planted)})
     assert job.status == "Failed" and "Dockyard's own files" in job.status_reason, job.status_reason
+
+
+NOT_ROOT = '''
+import os, sys, time
+sys.path.insert(0, {base!r})
+os.environ["DJANGO_SETTINGS_MODULE"] = "controlplane.settings"
+import django
+django.setup()
+from pathlib import Path
+from compute.runners import local as runner, sandbox
+folder = Path(sys.argv[1])
+workdir = folder / "workdir"
+box = sandbox.Sandbox((sandbox.Bind(workdir, writable=True),), False, {{"PATH": sandbox.DEFAULT_PATH, "HOME": str(workdir)}})
+process = runner.spawn(sys.argv[2], folder, workdir, {{}}, box)
+while runner.exit_code(process) is None:
+    time.sleep(0.05)
+print("exit", runner.exit_code(process))
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switches to another uid to play a worker that is not root")
+def test_a_worker_that_is_not_root_still_sandboxes_as_its_own_uid():
+    """No uid switch without root: the command keeps the worker's uid, confined by the namespaces all the same."""
+    system_python = Path("/usr/bin/python3")
+    version = subprocess.run([str(system_python), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True).stdout.strip() if system_python.exists() else ""
+    if version != str(sys.version_info[:2]):
+        pytest.skip("needs a system python3 of this version (uid 1000 cannot reach this venv's interpreter)")
+    import tempfile
+
+    from cryptography.fernet import Fernet
+
+    top = Path(tempfile.mkdtemp(prefix="dy-not-root-"))
+    try:
+        top.chmod(0o777)
+        (top / "main.py").write_text(NOT_ROOT.format(base=str(settings.BASE_DIR)))
+        site = next(Path(settings.BASE_DIR, ".venv", "lib").glob("python3*/site-packages"))
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(top), "PYTHONPATH": str(site), "SECRET_KEY": "x",
+               "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(), "DATABASE_URL": "postgres://x@127.0.0.1/x"}
+        command = ("id -u; ls /proc | grep -c '^[0-9]'; ls " + str(settings.BASE_DIR) + " 2>&1; "
+                   "python3 - <<'EOF'\n" + CONNECT + "EOF\nunshare -U true 2>&1 || echo no-nested-namespace")
+        done = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", str(system_python),
+                               str(top / "main.py"), str(top / "run"), command], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert done.stdout.strip().endswith("exit 0"), (done.stdout, done.stderr[-2000:])
+        log = (top / "run" / runner.LOG_FILE).read_text()
+        uid, count, listing, *rest = log.splitlines()
+        assert uid == "1000" and int(count) < 10 and "No such file or directory" in listing, log
+        assert "open" not in log and log.count("refused") == 2 and "no-nested-namespace" in log, log
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=False)

@@ -59,6 +59,9 @@ class Sandbox:
 
     def launch(self, command: str, folder: Path, cwd: Path) -> tuple[str, dict[str, str]]:
         """The wrapper's command that runs `command` in this sandbox, and the (clean) environment to start it with."""
+        for program in (BWRAP, ENV) + ((SETPRIV,) if worker_is_root() else ()):
+            if not os.access(program, os.X_OK):
+                raise OSError(f"{program} is missing: local compute runs in a bubblewrap sandbox (Debian: bubblewrap).")
         prepare(self.binds)
         args_file = folder / ARGS_FILE
         options, program = arguments(self, cwd, [ENV, "--default-signal=TERM", shell(), "-c", command])

@@ -130,7 +130,10 @@ def test_a_job_sees_no_other_process_and_no_environment_in_proc(owner_api):
     marker = f"postgres://dockyard:{uuid.uuid4().hex}@db/dockyard"
     other = subprocess.Popen(["sleep", "60"], env={"DATABASE_URL": marker})
     try:
-        assert marker in Path(f"/proc/{other.pid}/environ").read_text(errors="replace")  # the host can read it
+        deadline = time.monotonic() + 10  # (until it has exec'd: a child just forked shows no environment yet)
+        while marker not in Path(f"/proc/{other.pid}/environ").read_text(errors="replace"):
+            assert time.monotonic() < deadline, "the host cannot read the other process's environment"
+            time.sleep(0.02)
         database_url = os.environ["DATABASE_URL"]
         assert database_url in Path(f"/proc/{os.getpid()}/environ").read_text(errors="replace")
         job, log = run(owner_api, f"cat /proc/{os.getpid()}/environ /proc/{other.pid}/environ; "

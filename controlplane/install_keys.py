@@ -39,5 +39,6 @@ def load_or_create(path: Path, make: Callable[[], str]) -> str:
             temporary.unlink()
     value = path.read_text().strip()
     if not value:
-        raise RuntimeError(f"{path} is empty: delete it to generate a new key, or restore it from a backup.")
+        raise RuntimeError(f"{path} is empty: restore it from a backup (a new key cannot decrypt what the old one "
+                           "encrypted), or delete it if this install has nothing stored yet.")
     return value

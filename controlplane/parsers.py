@@ -50,10 +50,32 @@ def _scan_events(text: str) -> None:
             depth -= 1
 
 
+def _parsed(text: str, load):
+    """`load(text, Loader)` after the event scan; a syntax error is told in the pure-Python parser's words.
+
+    libyaml places some errors elsewhere than PyYAML (an unclosed `[` at the end of the text, not where it opened),
+    and people read these messages: invalid text is parsed again, in Python, for its error only.
+    """
+    try:
+        _scan_events(text)
+        return load(text, Loader=_LOADER)
+    except YAMLRefused:
+        raise
+    except yaml.YAMLError as error:
+        if _LOADER is yaml.SafeLoader:
+            raise
+        try:
+            load(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as explained:
+            raise explained from None
+        except RecursionError:  # the Python parser went on, deeper than libyaml did: libyaml's words then
+            pass
+        raise error from None
+
+
 def load_yaml_documents(text: str) -> list:
     """Every document of a YAML text, under Dockyard's limits; raises yaml.YAMLError or UnsafeValue."""
-    _scan_events(text)
-    documents = list(yaml.load_all(text, Loader=_LOADER))
+    documents = _parsed(text, lambda text, Loader: list(yaml.load_all(text, Loader=Loader)))
     for document in documents:
         check_values(document)
     return documents
@@ -61,8 +83,7 @@ def load_yaml_documents(text: str) -> list:
 
 def load_yaml(text: str) -> object:
     """One YAML document (None when empty) under Dockyard's limits; raises yaml.YAMLError or UnsafeValue."""
-    _scan_events(text)
-    document = yaml.load(text, Loader=_LOADER)
+    document = _parsed(text, yaml.load)
     check_values(document)
     return document
 

@@ -283,6 +283,11 @@ class ScoreView(APIView):
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="the model's answer; the deployment that served it "
                                                                    f"is in the {dataplane.HEADER} response header"),
+            401: OpenApiResponse(ErrorSerializer, description="Unauthorized: the same answer for a wrong key and an unknown endpoint."),
+            403: OpenApiResponse(ErrorSerializer, description="Forbidden: an aml_token endpoint scored by a reader."),
+            413: OpenApiResponse(ErrorSerializer, description="PayloadTooLarge: the body is over DOCKYARD_MAX_SCORE_BYTES."),
+            429: OpenApiResponse(ErrorSerializer, description="TooManyRequests: too many failed authentications from this "
+                                                              "address (Retry-After says when to try again)."),
             502: OpenApiResponse(ErrorSerializer, description="DeploymentUnreachable: the deployment's server did not answer."),
             503: OpenApiResponse(ErrorSerializer, description="DeploymentNotReady: the deployment is not serving yet."),
             504: OpenApiResponse(ErrorSerializer, description="ScoringTimeout: no answer within request_timeout_ms."),

@@ -1,5 +1,7 @@
 """bin/run as a developer starts it: its own keys under var/, a crashed worker restarted, TERM stops every process."""
+import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -67,6 +69,16 @@ class BinRun:
                     pass
         return found
 
+    def worker_log(self) -> str:
+        return (self.var_dir / "worker.log").read_text()
+
+    def command_lines(self) -> list[str]:
+        lines = []
+        for pid in self.session_processes():
+            with contextlib.suppress(FileNotFoundError):
+                lines.append(f"{pid}: " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        return lines
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -109,6 +121,7 @@ def start_bin_run(tmp_path):
 def test_a_killed_worker_is_restarted_and_term_stops_every_process(start_bin_run, tmp_path):
     run = start_bin_run(tmp_path / "var")
     worker = wait_for(lambda: alive(run.pid_of("worker")) and run.pid_of("worker"), what="the worker's pid file")
+    wait_for(lambda: run.worker_log().count(" ready.") == 1, timeout=60, what="the worker ready")
     beat = run.pid_of("beat")
 
     os.kill(worker, signal.SIGKILL)
@@ -117,25 +130,29 @@ def test_a_killed_worker_is_restarted_and_term_stops_every_process(start_bin_run
     assert "the worker exited (status 137); restarting it in 1s" in run.stderr
     assert run.answers(), "the web server went down with the worker"
     assert run.pid_of("beat") == beat and alive(beat), "the beat was restarted too"
-    wait_for(lambda: (run.var_dir / "worker.log").read_text().count(" ready.") >= 2, timeout=60,
+    wait_for(lambda: run.worker_log().count(" ready.") == 2, timeout=60,
              what="the restarted worker ready")
     assert alive(run.pid_of("worker")) and run.pid_of("worker") in (restarted, *run.session_processes())
 
     run.stop()
     assert run.process.returncode == 143
-    assert run.session_processes() == [], "bin/run left processes behind"
+    assert run.session_processes() == [], f"bin/run left processes behind: {run.command_lines()}"
 
 
-def test_keys_are_generated_once_into_var_and_kept_across_starts(start_bin_run, tmp_path):
+def test_keys_and_the_admin_login_are_made_once_and_the_password_is_printed_once(start_bin_run, tmp_path):
     var_dir = tmp_path / "var"
     first = start_bin_run(var_dir)
-    keys = {name: (var_dir / name).read_text() for name in ("secret-key", "field-keys")}
+    keys = {name: (var_dir / name).read_text() for name in ("secret-key", "field-keys", "admin-credentials.txt")}
     assert all((var_dir / name).stat().st_mode & 0o777 == 0o600 for name in keys)
+    password = re.search(r"^password: (\S+)$", keys["admin-credentials.txt"], re.M).group(1)
+    assert password in first.stdout
     first.stop()
 
     second = start_bin_run(var_dir)
     assert {name: (var_dir / name).read_text() for name in keys} == keys
     assert second.answers()
+    assert password not in second.stdout and "api token: dy_" not in second.stdout
+    assert "login: admin" in second.stdout
 
 
 def test_development_mode_refuses_a_network_host(tmp_path):
@@ -153,5 +170,5 @@ def test_ctrl_c_stops_every_process_without_restarting_any(start_bin_run, tmp_pa
     os.killpg(run.process.pid, signal.SIGINT)  # what a terminal sends to the whole foreground group
     run.process.wait(timeout=90)
     assert run.process.returncode == 130
-    assert run.session_processes() == [], "bin/run left processes behind"
+    assert run.session_processes() == [], f"bin/run left processes behind: {run.command_lines()}"
     assert "restarting" not in run.stderr

@@ -169,3 +169,17 @@ def test_requests_without_a_token_are_not_counted_as_failures(owner, settings, c
     good = client_for(owner)
     good.defaults["REMOTE_ADDR"] = "203.0.113.12"
     assert good.get("/api/v1/workspaces/").status_code == 200
+
+
+def test_the_lockout_holds_under_asgi_too(owner):
+    """bin/run and the image serve ASGI: axes' middleware then takes its async path."""
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    client = AsyncClient(REMOTE_ADDR="198.51.100.10")
+    post = async_to_sync(client.post)
+    statuses = [post("/login/", {"username": "olivia", "password": f"guess-{n}"}).status_code for n in range(6)]
+    assert statuses == [200] * 4 + [429] * 2
+    response = post("/login/", {"username": "olivia", "password": PASSWORD})
+    assert response.status_code == 429 and LOCKED in response.content.decode()
+    assert "sessionid" not in response.cookies

@@ -28,9 +28,7 @@ def broker_at(url: str):
     saved, saved_environment = app.conf.broker_url, os.environ.get("CELERY_BROKER_URL")
 
     def forget_connections():
-        for pool in (app._pool, app.amqp._producer_pool):
-            if pool is not None:
-                pool.force_close_all()
+        # Only the app's references: kombu keeps the pools per broker, and the real broker's is wanted back as it was.
         app._pool = app.amqp._producer_pool = None
 
     forget_connections()

@@ -119,10 +119,13 @@ def _pinned(conn: Connection) -> _Pinned:
     cache_key = (conn.key, conn.credential_version)
     with _lock:
         pinned = _clients.get(cache_key)
-        if pinned is None or pinned.expires < time.monotonic():
-            pinned = _clients[cache_key] = _new_client(conn)
-            _buckets.setdefault(conn.key, TokenBucket(QPS, BURST))
-        return pinned
+        if pinned is not None and pinned.expires >= time.monotonic():
+            return pinned
+    pinned = _new_client(conn)  # resolves the name: outside the lock, so a slow lookup holds up no other cluster
+    with _lock:
+        _clients[cache_key] = pinned
+        _buckets.setdefault(conn.key, TokenBucket(QPS, BURST))
+    return pinned
 
 
 def _new_client(conn: Connection) -> _Pinned:
@@ -135,11 +138,14 @@ def _new_client(conn: Connection) -> _Pinned:
     except (ConfigException, ValueError, TypeError):
         raise KubeRejected("The kubeconfig cannot be used (its cluster, user or context is incomplete).", 400, "InvalidKubeconfig") from None
     configuration.retries = False  # retries are ours: classified, with backoff, honouring Retry-After
-    # The loader's hook copies the kubeconfig's server back into the configuration before every call, which would
-    # undo the pinned address; it exists to refresh exec/auth-provider tokens, which the kubeconfig check refuses.
-    configuration.refresh_api_key_hook = None
     configuration.proxy = None  # never through a proxy the kubeconfig names (the serializer refuses proxy-url too)
-    endpoint = _pin_address(configuration) if not conn.in_cluster else endpoint_of(configuration.host)
+    if conn.in_cluster:  # Dockyard's own pod (staff only): its service address, and its token refreshed by the hook
+        endpoint = endpoint_of(configuration.host)
+    else:
+        # The loader's hook copies the kubeconfig's server back into the configuration before every call, which would
+        # undo the pinned address; it exists to refresh exec/auth-provider tokens, which the kubeconfig check refuses.
+        configuration.refresh_api_key_hook = None
+        endpoint = _pin_address(configuration)
     return _Pinned(k8s.ApiClient(configuration), endpoint, time.monotonic() + RESOLVE_SECONDS)
 
 

@@ -45,7 +45,7 @@ def _failure_order(pod: dict) -> tuple:
 def rank_of(pod: dict) -> int:
     annotations = pod["metadata"].get("annotations") or {}
     index = annotations.get("batch.kubernetes.io/job-completion-index")
-    return int(index) if index and index.isdigit() else 0
+    return int(index) if index and index.isascii() and index.isdigit() else 0
 
 
 def unschedulable_reason(message: str, node_selector: dict[str, str]) -> str:

@@ -17,6 +17,7 @@ from compute.choices import ProvisioningState
 from compute.reconcile.status import problem, record_status
 from compute.runners import local as runner
 from compute.runners import sandbox, unix_http
+from workspaces.access import local_compute_refusal
 
 from ..models import OnlineDeployment
 
@@ -122,6 +123,10 @@ def reconcile_local_deployment(deployment: OnlineDeployment) -> float | None:
 
 
 def _start(deployment: OnlineDeployment) -> float:
+    refusal = local_compute_refusal(deployment.endpoint.workspace)  # turned off since the deployment was made
+    if refusal:
+        record_status(deployment, ProvisioningState.FAILED, [problem("LocalComputeOff", f"The server was not started: {refusal}")])
+        return MAX_BACKOFF
     folder = folder_of(deployment)
     server = folder / SERVER_DIR
     try:

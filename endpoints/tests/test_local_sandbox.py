@@ -242,3 +242,26 @@ def test_a_shared_root_holding_dockyards_files_is_ignored(settings, tmp_path):
     settings.DOCKYARD_LOCAL_PATHS = [settings.BASE_DIR, settings.BASE_DIR.parent, settings.VAR_DIR, Path("/"),
                                      settings.DOCKYARD_JOB_DIR, tmp_path / "ok"]
     assert sandbox.local_path_roots() == [Path(os.path.realpath(tmp_path / "ok"))]
+
+
+def test_a_deployment_made_before_local_compute_was_turned_off_is_not_started(owner_api, folders, workspace):
+    deploy(owner_api, folders / "adder")
+    workspace.local_compute_enabled = False  # staff turned it off before the worker got to it
+    workspace.save()
+    reconcile.reconcile_deployment(deployment("blue"))
+    row = deployment("blue")
+    assert row.provisioning_state == "Failed"
+    assert row.provisioning_errors[0]["code"] == "LocalComputeOff"
+    assert "not enabled for workspace 'team-a'" in row.provisioning_errors[0]["message"]
+    assert not row.runner.get("pid") and not list(Path(settings.DOCKYARD_DEPLOYMENT_DIR).glob(f"**/{runner.PID_FILE}"))
+
+
+def test_a_job_made_before_local_compute_was_turned_off_is_not_started(owner_api, workspace):
+    response = owner_api.post("/api/v1/workspaces/team-a/jobs/", {"compute": "local", "command": "echo hi"}, format="json")
+    assert response.status_code == 201, response.json()
+    workspace.local_compute_enabled = False
+    workspace.save()
+    job_reconcile.reconcile_job(Job.objects.select_related("workspace").get(name=response.json()["name"]))
+    job = Job.objects.get(name=response.json()["name"])
+    assert job.status == "Failed" and "not enabled for workspace 'team-a'" in job.status_reason
+    assert not job.runner.get("pid") and not list(Path(settings.DOCKYARD_JOB_DIR).glob(f"**/{runner.PID_FILE}"))

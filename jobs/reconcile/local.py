@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from compute.runners import local as runner
 from compute.runners import sandbox
+from workspaces.access import local_compute_refusal
 
 from ..choices import JobStatus
 from ..models import Job
@@ -55,6 +56,10 @@ def reconcile_local(job: Job) -> float | None:
 
 
 def _start(job: Job) -> float | None:
+    refusal = local_compute_refusal(job.workspace)  # staff may have turned local compute off since the job was made
+    if refusal:
+        save(job, transition(job, JobStatus.FAILED, f"The process was not started: {refusal}"))
+        return None
     folder = run_folder(job)
     workdir = folder / "workdir"
     fields = transition(job, JobStatus.STARTING, "Starting the process on the worker's host.")

@@ -27,6 +27,7 @@ QPS = float(settings.DOCKYARD_KUBE_QPS)
 BURST = int(settings.DOCKYARD_KUBE_BURST)
 TRANSIENT_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 RESOLVE_SECONDS = 30  # a client keeps the address it checked this long; then its name is resolved and checked again
+MAX_ANSWER_BYTES = 64 * 2**20  # one answer held in memory at most; Dockyard's lists and logs stay far below
 STATUS_MESSAGE_CHARS = 300  # of a Kubernetes Status message kept in errors; anything else the server says is dropped
 NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "record layer failure", "HTTP_REQUEST", "http request",
            "packet length too long", "unknown protocol", "wrong version number")
@@ -65,6 +66,35 @@ class KubeRejected(KubeError):
 
 class KubeNotFound(KubeRejected):
     """404: the object (or the kind) does not exist."""
+
+
+class AnswerTooLarge(urllib3.exceptions.HTTPError):
+    """The server sent more than MAX_ANSWER_BYTES: the rest is not read (a hostile server must not fill memory)."""
+
+
+class _BoundedPool:
+    """The client's pool manager, but every answer is read into memory only up to MAX_ANSWER_BYTES.
+
+    The client reads whole bodies (error bodies too, into ApiException) before any code of ours sees them.
+    """
+
+    def __init__(self, pool: urllib3.PoolManager):
+        self.pool = pool
+
+    def request(self, method: str, url: str, *args, **kwargs) -> urllib3.HTTPResponse:
+        kwargs["preload_content"] = False
+        raw = self.pool.request(method, url, *args, **kwargs)
+        body = raw.read(MAX_ANSWER_BYTES + 1)
+        if len(body) > MAX_ANSWER_BYTES:
+            raw.close()  # unread bytes: the connection cannot be reused
+            raw.release_conn()
+            raise AnswerTooLarge(f"more than {MAX_ANSWER_BYTES} bytes")
+        raw.release_conn()
+        return urllib3.HTTPResponse(body=body, headers=raw.headers, status=raw.status, reason=raw.reason,
+                                    request_method=method, request_url=url)
+
+    def __getattr__(self, name: str):
+        return getattr(self.pool, name)
 
 
 @dataclass(frozen=True)
@@ -146,7 +176,9 @@ def _new_client(conn: Connection) -> _Pinned:
         # undo the pinned address; it exists to refresh exec/auth-provider tokens, which the kubeconfig check refuses.
         configuration.refresh_api_key_hook = None
         endpoint = _pin_address(configuration)
-    return _Pinned(k8s.ApiClient(configuration), endpoint, time.monotonic() + RESOLVE_SECONDS)
+    api = k8s.ApiClient(configuration)
+    api.rest_client.pool_manager = _BoundedPool(api.rest_client.pool_manager)
+    return _Pinned(api, endpoint, time.monotonic() + RESOLVE_SECONDS)
 
 
 def _pin_address(configuration: k8s.Configuration) -> addresses.Endpoint:
@@ -255,6 +287,9 @@ def _transport_error(endpoint: addresses.Endpoint, exc: BaseException) -> KubeEr
     """Dockyard's sentence for a failure below HTTP; only TLS problems differ from 'cannot reach'."""
     if isinstance(exc, urllib3.exceptions.SSLError | ssl.SSLError):
         return _tls_failure(endpoint, f"{exc!r} {exc}")
+    if isinstance(exc, AnswerTooLarge):
+        return KubeRejected(f"The API server at {endpoint.where} sent an answer larger than "
+                            f"{MAX_ANSWER_BYTES // 2**20} MB; Dockyard did not read it.", 502, "AnswerTooLarge")
     return KubeTransient(unreachable(endpoint))
 
 

@@ -216,6 +216,17 @@ def test_a_huge_html_answer_does_not_reach_the_errors(owner_api, canned, status)
     assert f"127.0.0.1:{canned.server_port}" in shown or "401" in shown or "403" in shown
 
 
+def test_an_answer_over_the_limit_is_not_read_into_memory(owner_api, canned, monkeypatch):
+    monkeypatch.setattr(kube, "MAX_ANSWER_BYTES", 2**20)
+    canned.answer = (200, "application/json", b'{"gitVersion": "' + b"v" * 3_000_000 + b'"}')
+    compute = check(create(owner_api, f"http://127.0.0.1:{canned.server_port}"))
+    assert compute.provisioning_errors == [{"code": "AnswerTooLarge", "message": (
+        f"The API server at 127.0.0.1:{canned.server_port} sent an answer larger than 1 MB; Dockyard did not read it.")}]
+    canned.answer = (500, "text/html", b"x" * 3_000_000)  # error bodies too: the client reads them before we see them
+    compute = check(compute)
+    assert compute.provisioning_errors[0]["code"] == "AnswerTooLarge"
+
+
 def test_a_status_body_from_a_server_not_yet_proven_is_not_repeated(owner_api, canned):
     body = f'{{"kind": "Status", "status": "Failure", "message": "{MARKER}", "reason": "Unauthorized", "code": 401}}'
     canned.answer = (401, "application/json", body.encode())

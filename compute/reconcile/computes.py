@@ -137,7 +137,8 @@ def _not_kubernetes(compute: ComputeTarget) -> str:
 
 def _refusal(exc: kube.KubeRejected, compute: ComputeTarget) -> tuple[str, str]:
     """(code, sentence) for a refused check, by class; the server's own words are not repeated."""
-    if exc.reason in ("AddressRefused", "NotTLS", "CertificateRejected", "TLSFailure", "NotKubernetes", "InvalidKubeconfig"):
+    if exc.reason in ("AddressRefused", "NotTLS", "CertificateRejected", "TLSFailure", "NotKubernetes", "InvalidKubeconfig",
+                      "AnswerTooLarge"):
         return exc.reason, str(exc)  # sentences kube.py wrote itself
     if exc.status == 401:
         return "Unauthorized", "The cluster refused the credentials (401)."

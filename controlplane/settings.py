@@ -310,7 +310,7 @@ DOCKYARD_LOG_FOLLOW_SECONDS = int(os.environ.get("DOCKYARD_LOG_FOLLOW_SECONDS", 
 # Local jobs and deployments run in a bubblewrap sandbox (compute/runners/sandbox.py) as this uid; unset: nobody
 # (65534) for a root worker, the worker's own uid otherwise (then isolated by namespaces alone).
 DOCKYARD_SANDBOX_UID = int(os.environ["DOCKYARD_SANDBOX_UID"]) if os.environ.get("DOCKYARD_SANDBOX_UID") else None
-# Give every sandbox the host's network (loopback, so the database, included); per workspace: local_network_enabled.
+# Give every sandbox a network of its own (slirp4netns; never the host's loopback); per workspace: local_network_enabled.
 DOCKYARD_SANDBOX_NETWORK = env_bool("DOCKYARD_SANDBOX_NETWORK", False)
 # Folders whose contents local deployments may use as code or model (read-only), separated by ":". Empty: none.
 DOCKYARD_LOCAL_PATHS = [Path(path) for path in os.environ.get("DOCKYARD_LOCAL_PATHS", "").split(os.pathsep) if path]

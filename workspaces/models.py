@@ -26,7 +26,7 @@ class Workspace(models.Model):
     tags = models.JSONField(default=dict, blank=True)
     # Local compute runs on the worker host (sandboxed); only staff turn it on, per workspace.
     local_compute_enabled = models.BooleanField(default=False)
-    # Whether the sandbox of this workspace's local jobs and deployments gets the host's network.
+    # Whether the sandbox of this workspace's local jobs and deployments gets a network (its own, via slirp4netns).
     local_network_enabled = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -3,12 +3,15 @@
 What a sandboxed process sees: the system read-only (/usr, /etc and the /bin, /lib links), its own /proc (a pid
 namespace: no other process of the host), a private /tmp and /dev, the folders it was given (its own read-write,
 an interpreter or model read-only) at their host paths, and no network unless allowed. Not Dockyard's source tree,
-not var/, not another job's folder, not the worker's environment.
+not var/, not another job's folder, not the worker's environment. Allowed the network, it still has a network
+namespace of its own, given user-mode networking by slirp4netns (network.py): never the host's, whose loopback would
+reach the database, Redis and Dockyard's own services.
 
 Run as root, the worker lets an outer bwrap (root, no user namespace) make the mounts (root can reach every bind
 source; a path under /root would not be reachable for uid 65534), then `setpriv` drops to the sandbox uid with no
 capabilities, and an inner unprivileged bwrap puts the command in a user namespace that may not make more (no nested
-namespaces for a tenant to attack the kernel with). A worker that is not root cannot switch uids: the command keeps
+namespaces for a tenant to attack the kernel with). Allowed the network, the inner bwrap also makes the network
+namespace: it then belongs to the sandbox uid's user namespace, which slirp4netns, run as that uid too, may enter. A worker that is not root cannot switch uids: the command keeps
 the worker's uid, in a user namespace of its own, still confined by the mount, pid, ipc and network namespaces.
 
 The bwrap arguments (and with them the job's environment variables) go through a file in the run folder, read on
@@ -16,10 +19,13 @@ fd 3 (`--args`): they never appear on a command line that every user of the host
 """
 import os
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+
+from . import network as sandbox_network
 
 BWRAP, SETPRIV, ENV = "/usr/bin/bwrap", "/usr/bin/setpriv", "/usr/bin/env"
 ARGS_FILE = "sandbox.args"
@@ -51,7 +57,7 @@ class Bind:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """What one run may see; `network` shares the host's network namespace (loopback included)."""
+    """What one run may see; `network`: a network of its own through slirp4netns (not the host's, nor its loopback)."""
 
     binds: tuple[Bind, ...] = ()
     network: bool = False
@@ -62,6 +68,9 @@ class Sandbox:
         for program in (BWRAP, ENV) + ((SETPRIV,) if worker_is_root() else ()):
             if not os.access(program, os.X_OK):
                 raise OSError(f"{program} is missing: local compute runs in a bubblewrap sandbox (Debian: bubblewrap).")
+        if self.network and not os.access(sandbox_network.SLIRP, os.X_OK):
+            raise OSError(f"{sandbox_network.SLIRP} is missing: a sandbox allowed the network gets a network of its own "
+                          "from slirp4netns, never the host's (Debian: slirp4netns).")
         prepare(self.binds)
         args_file = folder / ARGS_FILE
         options, program = arguments(self, cwd, [ENV, "--default-signal=TERM", shell(), "-c", command])
@@ -71,7 +80,10 @@ class Sandbox:
         # Ignored SIGTERM is inherited by the bwrap processes (their death would SIGKILL the command at once) and
         # undone for the command by `env --default-signal`: a cancel's SIGTERM reaches the command, which may end
         # gracefully before the SIGKILL. The wrapper (a root shell) gets none of the job's variables.
-        wrapped = f"exec {ENV} --ignore-signal=TERM {BWRAP} --args 3 {shlex.join(program)} 3< {shlex.quote(str(args_file))}"
+        # Allowed the network, bwrap runs under network.py, which gives the sandbox its network before the command starts.
+        runner = sandbox_network.command(sys.executable, str(folder), worker_is_root(), _drop()) if self.network else []
+        bwrap = shlex.join([*runner, BWRAP, "--args", "3", *program])
+        wrapped = f"exec {ENV} --ignore-signal=TERM {bwrap} 3< {shlex.quote(str(args_file))}"
         return wrapped, {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"}
 
 
@@ -115,16 +127,26 @@ def arguments(sandbox: Sandbox, cwd: Path, command: list[str]) -> tuple[list[str
     view = _system() + _tmp() + _binds(sandbox.binds) + ["--chdir", str(cwd), "--clearenv"]
     for key, value in sandbox.env.items():
         view += ["--setenv", key, value]
+    # Allowed the network: bwrap tells network.py the pid of the namespace's process, then waits for its go.
+    report = ["--info-fd", str(sandbox_network.OUTER_INFO_FD)] if sandbox.network else []
+    wait = ["--block-fd", str(sandbox_network.BLOCK_FD)] if sandbox.network else []
     if not worker_is_root():
-        namespaces = ["--unshare-all", "--unshare-user", "--disable-userns"] + ["--share-net"] * sandbox.network
-        return namespaces + view, ["--", *command]
+        namespaces = ["--unshare-all", "--unshare-user", "--disable-userns"]  # (--unshare-all: its own network too)
+        return namespaces + report + wait + view, ["--", *command]
+    # The outer namespaces; the network one is always new, so no process of the run ever sees the host's.
+    namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net"]
+    own_network = ["--unshare-net", "--info-fd", str(sandbox_network.INNER_INFO_FD), *wait] if sandbox.network else []
+    inner = [BWRAP, "--unshare-user", "--disable-userns", *own_network, "--dev-bind", "/", "/", "--"]  # (--dev: /dev/null)
+    return namespaces + report + list(ROOT_CAPS) + view, ["--", *_drop(), *inner, *command]
+
+
+def _drop() -> list[str]:
+    """setpriv to the sandbox uid with no capability (empty for a worker that is not root: it has nothing to drop)."""
+    if not worker_is_root():
+        return []
     uid = str(sandbox_uid())
-    namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-    namespaces += [] if sandbox.network else ["--unshare-net"]
-    drop = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--inh-caps=-all",
+    return [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--inh-caps=-all",
             "--bounding-set=-all", "--"]
-    inner = [BWRAP, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]  # (--dev: /dev/null opens)
-    return namespaces + list(ROOT_CAPS) + view, ["--", *drop, *inner, *command]
 
 
 def _system() -> list[str]:

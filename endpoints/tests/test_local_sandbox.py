@@ -122,7 +122,7 @@ def key_of(api) -> str:
 
 
 def listening_tcp(pid: int) -> list[str]:
-    """TCP sockets in LISTEN state that the process holds (its network namespace may be the host's)."""
+    """TCP sockets in LISTEN state that the process holds (in its own network namespace)."""
     held = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -176,8 +176,8 @@ def test_the_scoring_script_sees_only_what_it_was_given(owner_api, client, folde
 
 
 def test_the_server_has_no_tcp_port_and_a_job_cannot_reach_its_socket(owner_api, client, workspace):
-    """Even a job given the host's network finds nothing to call: the server listens on a socket in its folder."""
-    workspace.local_network_enabled = True  # the worst case: the job shares the host's network namespace
+    """Even with the network allowed, a job finds nothing to call: the server listens on a socket in its folder."""
+    workspace.local_network_enabled = True  # the server and the job each get a network of their own (slirp4netns)
     workspace.save()
     deploy(owner_api, Path(settings.DOCKYARD_LOCAL_PATHS[0]) / "adder", environment_variables={"DEPLOYMENT_NAME": "blue"})
     row = settle("blue")
@@ -186,6 +186,8 @@ def test_the_server_has_no_tcp_port_and_a_job_cannot_reach_its_socket(owner_api,
     assert score(client, key_of(owner_api), {"numbers": [1, 2]}).json()["sum"] == 3  # Dockyard reaches it
     pids = group_pids(row.runner["pid"])
     assert pids and not [pid for pid in pids if listening_tcp(pid)], "a server process listens on TCP"
+    names = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].rsplit(b"/", 1)[-1] for pid in pids]
+    assert names.count(b"slirp4netns") == 1, names  # the server was given its network (and served all the same)
     command = (f"ls {sock.parent} {Path(row.runner['folder'])}; "
                "python3 - <<'EOF'\n"
                "import os, socket\n"

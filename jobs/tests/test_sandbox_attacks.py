@@ -200,13 +200,117 @@ def test_a_job_has_no_network_to_the_database_or_redis(owner_api):
     assert "open" not in log and log.count("refused") == 2, log
 
 
-def test_a_workspace_allowed_the_network_reaches_it(owner_api, workspace):
-    """The flag is what opens it (so the test above can fail): with it, the same job connects."""
+# What the job's network looks like: its interfaces, its default route, and TCP connects to the database and Redis on
+# the host's loopback and on the slirp gateway (the host's side of a network allowed). Nothing else is ever contacted.
+NETWORK = ("import socket\n"
+           "print('interfaces', *sorted(open('/proc/net/dev').read().split('\\n', 2)[2].replace(':', ' ').split()[::17]))\n"
+           "routes = [line.split() for line in open('/proc/net/route').read().splitlines()[1:]]\n"
+           "print('default', *[socket.inet_ntoa(bytes.fromhex(gw)[::-1]) for _, dest, gw, *_ in routes if dest == '00000000'])\n"
+           "for address in ('127.0.0.1', '10.0.2.2'):\n"
+           "    for port in (5432, 6379):\n"
+           "        try:\n"
+           "            socket.create_connection((address, port), timeout=3).close(); print(address, port, 'open')\n"
+           "        except OSError as exc:\n"
+           "            print(address, port, 'refused', exc.errno)\n")
+
+
+def network_seen(log: str) -> tuple[list[str], list[str], list[str]]:
+    """The job's interfaces, its default gateways, and the connects that succeeded."""
+    lines = log.splitlines()
+    interfaces = next(line.split()[1:] for line in lines if line.startswith("interfaces"))
+    gateways = next(line.split()[1:] for line in lines if line.startswith("default"))
+    assert sum(" refused " in line or line.endswith(" open") for line in lines) == 4, log
+    return interfaces, gateways, [line for line in lines if line.endswith(" open")]
+
+
+def test_without_the_network_a_job_has_only_loopback(owner_api):
+    job, log = run(owner_api, "python3 - <<'EOF'\n" + NETWORK + "EOF")
+    assert job.status == "Completed", log
+    assert network_seen(log) == (["lo"], [], []), log
+
+
+def test_a_workspace_allowed_the_network_gets_its_own_not_the_hosts(owner_api, workspace):
+    """The flag gives the job a network of its own (slirp4netns): a route out, but not to the host's loopback services."""
+    assert open_port(5432) and open_port(6379)
     workspace.local_network_enabled = True
     workspace.save()
-    job, log = run(owner_api, "python3 - <<'EOF'\n" + CONNECT + "EOF")
+    job, log = run(owner_api, "echo $(ls /proc/self/fd); python3 - <<'EOF'\n" + NETWORK + "EOF")
     assert job.status == "Completed", log
-    assert log.count("open") == 2, log
+    interfaces, gateways, opened = network_seen(log)
+    assert interfaces == ["lo", "tap0"] and gateways == ["10.0.2.2"], log
+    assert opened == [], log  # not the host's 127.0.0.1, nor the host's loopback through the gateway
+    assert log.splitlines()[0].split() == ["0", "1", "2", "3"], log  # (3: ls's own) no fd of the network's setup
+    assert "slirp" not in log and "MTU" not in log  # slirp4netns's chatter stays out of the job's log
+
+
+def test_the_network_setting_gives_every_sandbox_its_own_network(owner_api, settings):
+    settings.DOCKYARD_SANDBOX_NETWORK = True
+    job, log = run(owner_api, "python3 - <<'EOF'\n" + NETWORK + "EOF")
+    assert job.status == "Completed", log
+    assert network_seen(log) == (["lo", "tap0"], ["10.0.2.2"], []), log
+
+
+def slirps() -> dict[int, tuple[int, list[str]]]:
+    """Running slirp4netns processes: pid → (process group, arguments)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = [os.fsdecode(arg) for arg in (entry / "cmdline").read_bytes().split(b"\0")[:-1]]
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if args and Path(args[0]).name == "slirp4netns":
+            found[int(entry.name)] = (int(raw[raw.rindex(")") + 2:].split()[2]), args)
+    return found
+
+
+def process_uid(pid: int) -> int:
+    return next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if line.startswith("Uid:"))
+
+
+@pytest.mark.parametrize("how", ["cancel", "kill"])
+def test_stopping_a_job_allowed_the_network_leaves_no_slirp4netns(owner_api, workspace, how):
+    workspace.local_network_enabled = True
+    workspace.save()
+    job = started(owner_api, "ip route; sleep 300")
+    process = runner.Process.from_dict(job.runner)
+    deadline = time.monotonic() + 60  # (network.py's own bound for setting the network up)
+    while not [pid for pid, (group, _) in slirps().items() if group == process.pid]:
+        assert time.monotonic() < deadline, ("no slirp4netns for the job", slirps(), *[
+            path.read_text() for path in Path(process.folder).glob("*.log")])
+        time.sleep(0.05)
+    (slirp, (_, args)), = [(pid, found) for pid, found in slirps().items() if found[0] == process.pid]
+    target = args[-2]  # the pid whose network namespace it serves: a process of the job's group
+    assert runner._stat(int(target))[2] == str(process.pid), args
+    assert process_uid(slirp) == sandbox.NOBODY and "--disable-host-loopback" in args  # not root
+    if how == "cancel":
+        response = owner_api.post(f"{BASE}/{job.name}/cancel")
+        assert response.status_code in (200, 202), response.content
+        deadline = time.monotonic() + 30
+        while look(job.name) is not None:
+            assert time.monotonic() < deadline, "the job did not end"
+            time.sleep(0.1)
+        assert Job.objects.get(pk=job.pk).status == "Canceled"
+    else:
+        runner.kill_group(process, grace=0.2)
+    assert not runner.group_alive(process.pid)
+    left = [pid for pid, (group, found) in slirps().items() if group == process.pid or target in found]
+    assert left == [] and not Path(f"/proc/{slirp}").exists(), left
+
+
+def test_without_slirp4netns_a_job_allowed_the_network_is_refused(owner_api, workspace, monkeypatch, tmp_path):
+    from compute.runners import network
+
+    workspace.local_network_enabled = True
+    workspace.save()
+    monkeypatch.setattr(network, "SLIRP", str(tmp_path / "no-slirp4netns"))
+    marker = tmp_path / "ran"
+    job, _ = run(owner_api, f"touch {marker}")
+    assert job.status == "Failed" and "Debian: slirp4netns" in job.status_reason, job.status_reason
+    assert "never the host's" in job.status_reason and not marker.exists() and not job.runner.get("pid")
 
 
 @pytest.fixture
@@ -273,7 +377,7 @@ from pathlib import Path
 from compute.runners import local as runner, sandbox
 folder = Path(sys.argv[1])
 workdir = folder / "workdir"
-box = sandbox.Sandbox((sandbox.Bind(workdir, writable=True),), False, {{"PATH": sandbox.DEFAULT_PATH, "HOME": str(workdir)}})
+box = sandbox.Sandbox((sandbox.Bind(workdir, writable=True),), sys.argv[3] == "network", {{"PATH": sandbox.DEFAULT_PATH, "HOME": str(workdir)}})
 process = runner.spawn(sys.argv[2], folder, workdir, {{}}, box)
 while runner.exit_code(process) is None:
     time.sleep(0.05)
@@ -282,8 +386,12 @@ print("exit", runner.exit_code(process))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switches to another uid to play a worker that is not root")
-def test_a_worker_that_is_not_root_still_sandboxes_as_its_own_uid():
-    """No uid switch without root: the command keeps the worker's uid, confined by the namespaces all the same."""
+@pytest.mark.parametrize("network", [False, True], ids=["no-network", "network-allowed"])
+def test_a_worker_that_is_not_root_still_sandboxes_as_its_own_uid(network):
+    """No uid switch without root: the command keeps the worker's uid, confined by the namespaces all the same.
+
+    Allowed the network, it gets its own from slirp4netns all the same (run as the worker's uid, in its user namespace).
+    """
     system_python = Path("/usr/bin/python3")
     version = subprocess.run([str(system_python), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                              text=True).stdout.strip() if system_python.exists() else ""
@@ -301,14 +409,16 @@ def test_a_worker_that_is_not_root_still_sandboxes_as_its_own_uid():
         env = {"PATH": "/usr/bin:/bin", "HOME": str(top), "PYTHONPATH": str(site), "SECRET_KEY": "x",
                "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(), "DATABASE_URL": "postgres://x@127.0.0.1/x"}
         command = ("id -u; ls /proc | grep -c '^[0-9]'; ls " + str(settings.BASE_DIR) + " 2>&1; "
-                   "python3 - <<'EOF'\n" + CONNECT + "EOF\nunshare -U true 2>&1 || echo no-nested-namespace")
+                   "python3 - <<'EOF'\n" + NETWORK + "EOF\nunshare -U true 2>&1 || echo no-nested-namespace")
         done = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", str(system_python),
-                               str(top / "main.py"), str(top / "run"), command], env=env, capture_output=True, text=True,
-                              timeout=60)
+                               str(top / "main.py"), str(top / "run"), command, "network" * network], env=env,
+                              capture_output=True, text=True, timeout=60)
         assert done.stdout.strip().endswith("exit 0"), (done.stdout, done.stderr[-2000:])
         log = (top / "run" / runner.LOG_FILE).read_text()
         uid, count, listing, *rest = log.splitlines()
         assert uid == "1000" and int(count) < 10 and "No such file or directory" in listing, log
-        assert "open" not in log and log.count("refused") == 2 and "no-nested-namespace" in log, log
+        assert "no-nested-namespace" in log, log
+        expected = (["lo", "tap0"], ["10.0.2.2"], []) if network else (["lo"], [], [])
+        assert network_seen(log) == expected, log
     finally:
         subprocess.run(["rm", "-rf", str(top)], check=False)

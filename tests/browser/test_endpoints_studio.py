@@ -128,7 +128,7 @@ def test_blue_green_on_a_local_endpoint(worker, people, page, shot):
     page.get_by_label("Deployment name").fill("blue")
     page.get_by_label("Code folder").fill("/no/such/folder")
     page.get_by_role("button", name="Create").click()
-    expect(page.locator(".field", has=page.locator("#id_code")).locator(".invalid-feedback")).to_contain_text("does not exist")
+    expect(page.locator(".field", has=page.locator("#id_code")).locator(".invalid-feedback")).to_contain_text("not under a folder this server shares")
     assert not OnlineDeployment.objects.exists()
     shot(page, "endpoints-04-deployment-error")
     page.get_by_label("Code folder").fill(str(ADDER))

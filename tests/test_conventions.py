@@ -25,7 +25,7 @@ SINGLE_GETS = [f"{WS}/", f"{WS}/members/olivia/", f"{WS}/computes/cpu-cluster/",
 
 
 @pytest.mark.parametrize("path", SINGLE_GETS)
-def test_every_single_get_has_an_etag_that_changes_with_the_resource(path, owner_api, cluster):
+def test_every_single_get_has_an_etag_that_changes_with_the_resource(path, owner_api, cluster, local_compute):
     first, again = owner_api.get(path), owner_api.get(path)
     assert first.status_code == 200
     assert first["ETag"].startswith('"') and first["ETag"].endswith('"') and len(first["ETag"]) > 10

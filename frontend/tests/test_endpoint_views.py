@@ -393,7 +393,8 @@ def test_adding_a_deployment_through_the_form(client_as, endpoint):
 
 
 @pytest.mark.parametrize("change, field, message", [
-    ({"code": "/nowhere/at/all"}, "code", "does not exist on the Dockyard host"),
+    ({"code": str(ADDER.parent / "nowhere")}, "code", "does not exist on the Dockyard host"),
+    ({"code": "/nowhere/at/all"}, "code", "is not under a folder this server shares"),
     ({"scoring_script": "missing.py"}, "scoring_script", "There is no missing.py"),
     ({"name": "b"}, "name", "3–32 letters"),
     ({"instance_count": "2"}, "instance_count", "instance_count must be 1"),
@@ -401,7 +402,8 @@ def test_adding_a_deployment_through_the_form(client_as, endpoint):
     ({"requests_memory": "1Gi"}, "requests_cpu", "resources.requests.cpu is required"),
     ({"requests_cpu": "1", "requests_memory": "1Gi", "limits_cpu": "2"}, "limits_cpu", "must be less than"),
     ({"environment_variables": "oops"}, "environment_variables", "is not key=value"),
-    ({"model": "/no/model/here"}, "model", "does not exist"),
+    ({"model": str(ADDER.parent / "no-model-here")}, "model", "does not exist"),
+    ({"model": "/no/model/here"}, "model", "is not under a folder this server shares"),
 ])
 def test_deployment_errors_are_shown_at_their_field_and_nothing_is_created(client_as, endpoint, change, field, message):
     response = client_as("contributor").post(f"{EP}deployments/new/form/", {**DEPLOYMENT_FORM, **change})

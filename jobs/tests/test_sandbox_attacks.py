@@ -407,7 +407,8 @@ def test_a_worker_that_is_not_root_still_sandboxes_as_its_own_uid(network):
         (top / "main.py").write_text(NOT_ROOT.format(base=str(settings.BASE_DIR)))
         site = next(Path(settings.BASE_DIR, ".venv", "lib").glob("python3*/site-packages"))
         env = {"PATH": "/usr/bin:/bin", "HOME": str(top), "PYTHONPATH": str(site), "SECRET_KEY": "x",
-               "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(), "DATABASE_URL": "postgres://x@127.0.0.1/x"}
+               "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(), "DATABASE_URL": "postgres://x@127.0.0.1/x",
+               "DOCKYARD_VAR_DIR": str(top / "var")}  # a fresh checkout has no var/ that uid 1000 may write
         command = ("id -u; ls /proc | grep -c '^[0-9]'; ls " + str(settings.BASE_DIR) + " 2>&1; "
                    "python3 - <<'EOF'\n" + NETWORK + "EOF\nunshare -U true 2>&1 || echo no-nested-namespace")
         done = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", str(system_python),

@@ -6,6 +6,7 @@ from django.db import transaction
 from compute import capabilities
 from compute.choices import ComputeType, ProvisioningState
 from compute.models import ComputeTarget
+from compute.runners import sandbox
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
@@ -46,6 +47,11 @@ def _resolve_local(workspace: Workspace, spec: dict) -> tuple[str, None, str]:
         errors.append(("resources.instance_count", "A local job runs one process on the worker's host: instance_count must be 1."))
     if spec.get("distribution"):
         errors.append(("distribution", "Distributed training needs a Kubernetes compute; a local job runs one process."))
+    venv = (spec.get("environment") or {}).get("venv")
+    try:
+        venv and sandbox.venv_binds(venv)  # said now, not when the worker starts it (it checks again then)
+    except sandbox.Refused as exc:
+        errors.append(("environment.venv", str(exc)))
     if errors:
         raise _invalid(errors)
     return Target.LOCAL, None, ""

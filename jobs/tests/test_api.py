@@ -111,11 +111,15 @@ def test_create_in_yaml_as_azure_ml_writes_it(owner_api, workspace):
     assert "$schema" not in job
 
 
-def test_yaml_and_json_bodies_make_the_same_job(owner_api, workspace):
+def test_yaml_and_json_bodies_make_the_same_job(owner_api, workspace, tmp_path):
+    (tmp_path / "venv").mkdir()
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a local job's venv is checked when posted
     data = {"command": "python -V", "compute": "local", "experiment_name": "same", "tags": {"a": "b"},
-            "environment": {"venv": "/opt/venv"}, "limits": {"timeout": 60}}
-    from_json = owner_api.post(URL, {**data, "name": "from-json"}, format="json").json()
-    from_yaml = owner_api.post(URL, yaml.safe_dump({**data, "name": "from-yaml"}), content_type="application/yaml").json()
+            "environment": {"venv": str(tmp_path / "venv")}, "limits": {"timeout": 60}}
+    json_answer = owner_api.post(URL, {**data, "name": "from-json"}, format="json")
+    yaml_answer = owner_api.post(URL, yaml.safe_dump({**data, "name": "from-yaml"}), content_type="application/yaml")
+    assert (json_answer.status_code, yaml_answer.status_code) == (201, 201), (json_answer.json(), yaml_answer.json())
+    from_json, from_yaml = json_answer.json(), yaml_answer.json()
     ignore = {"name", "display_name", "created_on", "updated_on"}
     assert {k: v for k, v in from_yaml.items() if k not in ignore} == {k: v for k, v in from_json.items() if k not in ignore}
 

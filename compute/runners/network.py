@@ -58,6 +58,7 @@ def main(argv: list[str]) -> int:
         if init is None:
             return _code(bwrap.wait())  # bwrap ended before making the sandbox (it said why)
         holder = _host_pid(_child_pid(readers["inner"], deadline), init) if nested else init
+        _wait_for_loopback(holder, deadline)
         slirp, exit_writer = _start_slirp(folder, drop, holder, deadline)
     except Failed as exc:
         print(f"The sandbox's network could not be set up: {exc}", file=sys.stderr, flush=True)
@@ -148,6 +149,23 @@ def _host_pid(inner: int | None, init: int) -> int:
         if int(ids[-1]) == inner:
             return int(entry.name)
     raise Failed(f"no process {inner} in the sandbox.")
+
+
+def _wait_for_loopback(holder: int, deadline: float) -> None:
+    """bwrap has set up the namespace's loopback (it does so before waiting on --block-fd).
+
+    bwrap reports the pid before its child configures `lo`; slirp4netns --configure brings `lo` up too, and the two
+    racing made bwrap fail ("loopback: Failed RTM_NEWADDR") now and then.
+    """
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{holder}/net/fib_trie") as trie:
+                if "127.0.0.1" in trie.read():
+                    return
+        except OSError as exc:
+            raise Failed(f"the sandbox ended before its network was made ({exc}).") from exc
+        time.sleep(0.005)
+    raise Failed("bwrap did not set up the sandbox's loopback in time.")
 
 
 def _start_slirp(folder: str, drop: list[str], holder: int, deadline: float) -> tuple[subprocess.Popen, int]:

@@ -18,13 +18,7 @@ from jobs import reconcile as job_reconcile
 from jobs.models import Job
 from tests.support import assert_error
 
-
-@pytest.fixture(autouse=True)
-def local_compute_on(workspace):
-    """Local compute is off by default: enabled for the workspace, as staff would."""
-    workspace.local_compute_enabled = True
-    workspace.save()
-    return workspace
+pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 
 
 BASE = "/api/v1/workspaces/team-a/online-endpoints"

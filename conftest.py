@@ -1,4 +1,7 @@
 """Fixtures shared by every app's tests: users in each role, a workspace, authenticated API clients."""
+import uuid
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
@@ -97,3 +100,14 @@ def api_as(users):
 @pytest.fixture
 def owner_api(owner):
     return client_for(owner)
+
+
+@pytest.fixture
+def planted(settings):
+    """A secret where an attacker would look for one: var/admin-credentials-….txt of this installation (removed after)."""
+    secret = f"admin:{uuid.uuid4().hex}"
+    path = Path(settings.VAR_DIR) / f"admin-credentials-{uuid.uuid4().hex[:8]}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(secret + "\n")
+    yield path, secret
+    path.unlink(missing_ok=True)

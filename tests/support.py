@@ -16,3 +16,13 @@ def assert_error(response, status: int, code: str, target: str | None = None) ->
     if target is not None:
         assert target in [detail["target"] for detail in error["details"]], error
     return error
+
+
+def stop_leftover_runs(pid_files) -> None:
+    """Stop what a test that failed half-way left running: the process group of every run folder's pid file."""
+    from compute.runners import local as runner
+
+    for pid_file in pid_files:
+        process = runner.adopt(pid_file.parent)
+        if process and runner.group_alive(process.pid):
+            runner.kill_group(process, grace=0.2)

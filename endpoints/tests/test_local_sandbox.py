@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from endpoints import reconcile
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from jobs import reconcile as job_reconcile
 from jobs.models import Job
-from tests.support import assert_error
+from tests.support import assert_error, stop_leftover_runs
 
 pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 
@@ -61,20 +60,8 @@ def folders(settings, tmp_path):
     (shared / "model").mkdir()
     (shared / "model" / "weights.txt").write_text("w\n")
     yield shared
-    for pid_file in list(Path(settings.DOCKYARD_DEPLOYMENT_DIR).glob(f"*/*/*/{runner.PID_FILE}")) + list(
-            Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}")):
-        process = runner.adopt(pid_file.parent)
-        if process and runner.group_alive(process.pid):
-            runner.kill_group(process, grace=0.2)
-
-
-@pytest.fixture
-def planted(settings):
-    secret = f"admin:{uuid.uuid4().hex}"
-    path = Path(settings.VAR_DIR) / f"admin-credentials-{uuid.uuid4().hex[:8]}.txt"
-    path.write_text(secret + "\n")
-    yield path, secret
-    path.unlink(missing_ok=True)
+    stop_leftover_runs([*Path(settings.DOCKYARD_DEPLOYMENT_DIR).glob(f"*/*/*/{runner.PID_FILE}"),
+                        *Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}")])
 
 
 def deployment(name: str) -> OnlineDeployment:

@@ -19,7 +19,7 @@ from compute.runners import sandbox
 from jobs import reconcile
 from jobs.models import Job
 from jobs.reconcile.local import run_folder
-from tests.support import assert_error
+from tests.support import assert_error, stop_leftover_runs
 
 pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
 
@@ -31,21 +31,7 @@ BASE = "/api/v1/workspaces/team-a/jobs"
 def job_dir(settings, tmp_path):
     settings.DOCKYARD_JOB_DIR = tmp_path / "jobs"
     yield
-    for pid_file in Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}"):
-        process = runner.adopt(pid_file.parent)
-        if process and runner.group_alive(process.pid):
-            runner.kill_group(process, grace=0.2)
-
-
-@pytest.fixture
-def planted(settings):
-    """A secret file where the attacker found one: var/admin-credentials…txt of this installation (removed after)."""
-    secret = f"admin:{uuid.uuid4().hex}"
-    path = Path(settings.VAR_DIR) / f"admin-credentials-{uuid.uuid4().hex[:8]}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(secret + "\n")
-    yield path, secret
-    path.unlink(missing_ok=True)
+    stop_leftover_runs(Path(settings.DOCKYARD_JOB_DIR).glob(f"*/*/{runner.PID_FILE}"))
 
 
 def submit(api, command: str, **body) -> str:

@@ -4,15 +4,14 @@ Accepted forms, in JSON or YAML: flat `{name, nodeSelector, resources}`; the CR
 `{apiVersion: amlarc.azureml.com/v1alpha1, kind: InstanceType, metadata: {name}, spec: {...}}`; and
 `kind: InstanceTypeList` with `items` in CR form. Every problem is reported with its field path.
 """
-import re
 from dataclasses import dataclass, field
+
+from controlplane.kube import names
 
 from . import quantities
 from .manifests import GPU, INSTANCE_TYPE_API_VERSION
 
 DEFAULT_NAME = "defaultinstancetype"
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
 RESOURCE_KEYS = {"requests": ("cpu", "memory"), "limits": ("cpu", "memory", GPU)}
 CR_FIELDS = {"apiVersion", "kind", "metadata", "spec", "status"}
@@ -116,7 +115,7 @@ def _name(name: object, path: str, errors: list) -> str:
     if not isinstance(name, str) or not name:
         errors.append((path, "A name is required."))
         return ""
-    if len(name) > 253 or not DNS_SUBDOMAIN.match(name):
+    if names.dns_subdomain_problem(name):
         errors.append((path, f"'{name}' is not a valid name: lowercase letters, digits, '-' and '.', starting and ending alphanumeric."))
     return name
 
@@ -139,12 +138,7 @@ def _selector(selector: object, path: str, extension: dict[str, str], errors: li
 def _label_problem(key: object, value: object) -> str | None:
     if not isinstance(key, str) or not isinstance(value, str):
         return "Label names and values must be strings (quote values such as \"true\" or \"1\" in YAML)."
-    prefix, _, name = key.rpartition("/")
-    if (prefix and not DNS_SUBDOMAIN.match(prefix)) or not LABEL_PART.match(name):
-        return f"'{key}' is not a valid label name."
-    if value and not LABEL_PART.match(value):
-        return f"'{value}' is not a valid label value (63 letters, digits, '-', '_' or '.', alphanumeric at both ends)."
-    return None
+    return names.label_key_problem(key) or names.label_value_problem(value)
 
 
 def _resources(resources: object, path: str, errors: list) -> tuple[dict, dict, int]:

@@ -7,13 +7,11 @@ import yaml
 from croniter import croniter
 from django.core.exceptions import ValidationError
 
+from controlplane.kube import names
 from controlplane.parsers import load_yaml
 
 from . import addresses
 
-LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
 USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/.+$", re.IGNORECASE)
@@ -24,35 +22,17 @@ IDLE_SHUTDOWN_MAX_MINUTES = 3 * 24 * 60
 
 
 def validate_namespace(value: str) -> None:
-    if not DNS_LABEL.match(value):
+    if names.dns_label_problem(value):
         raise ValidationError(
             f"'{value}' is not a Kubernetes namespace name: lowercase letters, digits and '-', at most 63 characters."
         )
 
 
-def validate_label_key(key: str) -> None:
-    prefix, slash, name = key.rpartition("/")
-    # "/gpu" has an empty prefix, which Kubernetes refuses (422) like any other bad one.
-    if slash and (not prefix or len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
-        raise ValidationError(f"Label key '{key}' has an invalid prefix: it must be a DNS subdomain.")
-    if not LABEL_NAME.match(name):
-        raise ValidationError(
-            f"Label key '{key}' is invalid: up to 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric."
-        )
-
-
-def validate_label_value(key: str, value: str) -> None:
-    if value and not LABEL_NAME.match(value):
-        raise ValidationError(
-            f"Label value '{value}' of '{key}' is invalid: up to 63 letters, digits, '-', '_' or '.', "
-            "starting and ending alphanumeric."
-        )
-
-
 def validate_node_selector(selector: dict) -> None:
     for key, value in selector.items():
-        validate_label_key(key)
-        validate_label_value(key, value)
+        problem = names.label_key_problem(key) or names.label_value_problem(value)
+        if problem:
+            raise ValidationError(problem)
 
 
 def kubeconfig_summary(text: str, context: str | None) -> dict:

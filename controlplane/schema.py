@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema_serializer, in
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 
-from workspaces.models import DNS_LABEL
+from controlplane.kube import names
 
 
 class ErrorDetailSerializer(serializers.Serializer):
@@ -36,7 +36,7 @@ UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 # Path variables that are not fields of the view's model; the rest are typed from the model.
 PATH_PARAMETERS = {
-    "workspace_name": {"type": "string", "pattern": DNS_LABEL.pattern, "maxLength": 63},
+    "workspace_name": {"type": "string", "pattern": f"^{names.DNS_LABEL.pattern}$", "maxLength": 63},
 }
 
 

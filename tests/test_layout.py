@@ -42,6 +42,11 @@ def test_only_kube_imports_the_kubernetes_client():
     assert importers_of("kubernetes", *APPS) <= {"compute/kube.py"}
 
 
+def test_kube_names_imports_only_the_standard_library():
+    """One copy of the DNS/label rules, usable from specs, serializers and the fake alike: no Django, no client."""
+    assert imports_of(ROOT / "controlplane/kube/names.py") == {"re"}
+
+
 # module -> the files (or folders) that may import it
 ALLOWED_IMPORTERS = {
     # jobs' reconcile borrows the compute connection helpers (see the next test), nothing else of compute's reconcile
@@ -65,7 +70,7 @@ def test_jobs_reconcile_takes_only_the_connection_helpers_of_compute_reconcile()
         assert all(name.startswith("compute.reconcile.computes") for name in borrowed), (path, borrowed)
 
 
-PURE = ["controlplane/specs.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py", "compute/quantities.py",
+PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py", "compute/quantities.py",
         "jobs/spec.py", "jobs/manifests.py", "jobs/podstatus.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 

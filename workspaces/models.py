@@ -1,17 +1,15 @@
 """Workspaces, who may use them, how scripts authenticate, and what everyone did."""
-import re
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from .choices import AuditAction, Role
+from controlplane.kube import names
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+from .choices import AuditAction, Role
 
 
 def validate_workspace_name(value: str) -> None:
-    if not DNS_LABEL.match(value or ""):
+    if names.dns_label_problem(value or ""):
         raise ValidationError(
             "Must be a DNS label: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit."
         )

@@ -27,13 +27,12 @@ from compute.manifests import (
 from compute.models import InstanceType
 from compute.quantities import QUANTITY_PATTERN
 from compute.reconcile.instancetypes import desired_manifest
+from controlplane.kube import names
 from tests.fake_kube.crds import prune, schema_errors, to_jsonschema, validate_crd
 
 DATA = Path(__file__).parent / "data"
 SEED_FILES = ["my_instance_type.yaml", "my_instance_type_list.yaml"]
 NEWEST = ".".join(str(kubernetes_validate.latest_version()).split(".")[:2])
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
 JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
 
@@ -200,10 +199,10 @@ def test_every_generated_cr_is_valid_against_the_crd(shape):
     kept = copy.deepcopy(cr)
     assert prune(kept, version_schema()) == [] and kept == cr  # the server would keep every field we write
     assert cr["apiVersion"] == INSTANCE_TYPE_API_VERSION and cr["kind"] == "InstanceType"
-    assert DNS_SUBDOMAIN.match(cr["metadata"]["name"]) and len(cr["metadata"]["name"]) <= 253
+    assert names.dns_subdomain_problem(cr["metadata"]["name"]) is None
     labels = cr["metadata"]["labels"]
     assert labels[MANAGED_BY] == "dockyard" and labels[f"{LABEL_PREFIX}cluster"] == "7"
-    assert all(LABEL_VALUE.match(value) for value in labels.values())
+    assert all(names.label_value_problem(value) is None for value in labels.values())
     limits = cr["spec"]["resources"]["limits"]
     assert limits.get(GPU) == (shape.gpu or None) and GPU not in cr["spec"]["resources"]["requests"]
     assert ("nodeSelector" in cr["spec"]) == bool(shape.node_selector)

@@ -235,6 +235,12 @@ def test_node_selectors_of_label_names_and_string_values(selector):
     ({"pool": "x" * 64}, "nodeSelector.pool"),
     ({"pool": "-ml"}, "nodeSelector.pool"),
     ({"pool": "m l"}, "nodeSelector.pool"),
+    # The API server refuses these with 422 (IsQualifiedName); the parser once saved them and the first job failed.
+    ({"/gpu": "x"}, "nodeSelector./gpu"),
+    ({"a/": "x"}, "nodeSelector.a/"),
+    ({"gpu\n": "x"}, "nodeSelector.gpu\n"),
+    ({"pool": "ml\n"}, "nodeSelector.pool"),
+    ({"a" * 254 + "/gpu": "x"}, "nodeSelector." + "a" * 254 + "/gpu"),
 ])
 def test_node_selectors_that_are_not_maps_of_strings_are_refused(selector, path):
     assert paths_of(flat(node_selector=selector)) == [path]

@@ -40,7 +40,7 @@ def test_namespace(value, ok):
         ({"/gpu": "x"}, "invalid prefix"),
         ({"a/b/gpu": "x"}, "invalid prefix"),
         ({"example.com/": "x"}, "is invalid"),
-        ({"gpu": "a100!"}, "Label value 'a100!' of 'gpu' is invalid"),
+        ({"gpu": "a100!"}, "Label value 'a100!' is invalid"),
         ({"gpu": "x" * 64}, "is invalid"),
         ({"gpu": "-a"}, "is invalid"),
     ],

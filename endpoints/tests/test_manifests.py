@@ -14,6 +14,7 @@ import pytest
 
 from compute.choices import ComputeType, ProvisioningState
 from compute.models import Cluster, ComputeTarget, InstanceType
+from controlplane.kube import names
 from endpoints import services
 from endpoints.manifests import (
     CONTAINER,
@@ -29,7 +30,6 @@ from tests.fake_kube.crds import prune, schema_errors, validate_crd
 
 KUBERNETES = "1.36"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 EXTENSION = {"pool": "serving"}
 IMAGE = "mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest"
 BASE = {"name": "blue", "model": {"path": "/models/adder"}, "environment": {"image": IMAGE},
@@ -88,7 +88,7 @@ def test_every_object_carries_our_labels_and_one_name(endpoint, owner):
     name = deployment_object_name("team-a", "adder", "blue")
     for manifest in objects.values():
         assert manifest["metadata"] == {"name": name, "namespace": "ml", "labels": OWNED}
-        assert all(LABEL_VALUE.match(value) for value in manifest["metadata"]["labels"].values())
+        assert all(names.label_value_problem(value) is None for value in manifest["metadata"]["labels"].values())
 
 
 # --- the Deployment ------------------------------------------------------------------------------

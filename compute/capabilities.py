@@ -60,3 +60,31 @@ def capability_rows() -> list[dict]:
 def supports(compute_type: str, workload: str) -> bool:
     """Whether a type can run a workload (a Capability boolean field, e.g. 'command_jobs')."""
     return bool(getattr(BY_TYPE[compute_type], workload))
+
+
+# Types Dockyard keeps records of but cannot run anything on yet. Each record says so (`backend` in the API and the
+# studio), and jobs and deployments that name one are refused with the reason instead of waiting in a queue.
+RECORD_ONLY: dict[str, str] = {
+    "amlcompute": (
+        "Records only: Dockyard has no compute-cluster backend yet (a later release builds one on Karpenter), so this "
+        "record runs nothing and jobs or deployments that name it are refused. Its size, tier, instance counts, idle "
+        "time and ssh_settings are stored for that backend, which will give the cluster's nodes the admin user and "
+        "SSH key of ssh_settings."
+    ),
+    "computeinstance": (
+        "Records only: Dockyard has no compute-instance backend yet (a later release runs one as a pod with its own "
+        "volume), so this record runs nothing. Its size, idle shutdown and schedules are stored for that backend."
+    ),
+    "virtualmachine": (
+        "Records only: Dockyard does not run jobs over SSH yet, so jobs that name this VM are refused. The address is "
+        "checked and the credentials are stored encrypted for the SSH runner that a later release adds."
+    ),
+    "hdinsight": (
+        "Records only: Azure ML uses HDInsight for pipeline steps, which Dockyard does not run; the address is checked "
+        "and the credentials are stored encrypted, and nothing runs here."
+    ),
+    "databricks": "Records only: Azure ML uses Databricks for pipeline steps, which Dockyard does not run.",
+    "synapsespark": "Records only: Azure ML uses Synapse Spark pools for pipeline steps, which Dockyard does not run.",
+    "datalakeanalytics": "Records only: Azure ML uses Data Lake Analytics for pipeline steps, which Dockyard does not run.",
+    "batch": "Records only: Azure ML uses Azure Batch for pipeline steps, which Dockyard does not run.",
+}

@@ -4,6 +4,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from controlplane.specs import enum_choice
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
@@ -69,6 +70,11 @@ def _require_staff_for_in_cluster(user, properties: dict) -> None:
                                "attach it with a kubeconfig of your own instead.")
 
 
+def _fixed_value(field: str, value: object) -> object:
+    """A type in any case is the same type (Azure ML reads `AmlCompute` as amlcompute)."""
+    return enum_choice(value, ComputeType.values) or value if field == "type" else value
+
+
 REACH_FIELDS = ("server", "context", "in_cluster")  # with the kubeconfig: what the credentials are and where they go
 
 
@@ -91,7 +97,7 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     if compute.provisioning_state == ProvisioningState.DELETING:
         raise Conflict(f"Compute '{compute.name}' is being deleted.")
     for fixed in ("name", "type"):
-        if fixed in patch and patch[fixed] != getattr(compute, fixed):
+        if fixed in patch and _fixed_value(fixed, patch[fixed]) != getattr(compute, fixed):
             raise BadRequest(f"The {fixed} of a compute cannot be changed.", code="ImmutableField", target=fixed)
     serializer_class = serializer_for(compute.type)
     stored_secrets = compute.secrets

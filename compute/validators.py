@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from croniter import croniter
 from django.core.exceptions import ValidationError
+from tzlocal.windows_tz import win_tz
 
 from controlplane.kube import names
 from controlplane.parsers import load_yaml
@@ -16,6 +17,9 @@ ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?
 USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/.+$", re.IGNORECASE)
 WEEK_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+# Windows time-zone name (any case) → IANA name, from CLDR's windowsZones table.
+WINDOWS_TIME_ZONES = {windows.casefold(): iana for windows, iana in win_tz.items()}
 
 IDLE_SHUTDOWN_MIN_MINUTES = 15
 IDLE_SHUTDOWN_MAX_MINUTES = 3 * 24 * 60
@@ -109,11 +113,30 @@ def validate_idle_minutes(minutes: int) -> None:
         )
 
 
-def validate_time_zone(name: str) -> None:
+def iana_time_zone(name: str) -> str:
+    """The IANA name of a time zone written as an IANA name or as a Windows one (Azure ML's list uses those).
+
+    IANA names win (`UTC` stays `UTC`); Windows names, in any case, map through CLDR's windowsZones table as the
+    tzlocal package ships it.
+    """
+    if not isinstance(name, str) or "\x00" in name:
+        raise ValidationError("A time zone is a name such as UTC, Europe/Berlin or Pacific Standard Time.")
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValidationError(f"'{name}' is not a known time zone; use an IANA name such as UTC or Europe/Berlin.") from None
+        return name
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        pass
+    iana = WINDOWS_TIME_ZONES.get(name.casefold())
+    if iana is None:
+        raise ValidationError(
+            f"'{name[:80]}' is not a known time zone; use an IANA name such as Europe/Berlin or a Windows name such as "
+            "Pacific Standard Time."
+        )
+    return iana
+
+
+def validate_time_zone(name: str) -> None:
+    iana_time_zone(name)
 
 
 def validate_cron(expression: str) -> None:

@@ -4,6 +4,8 @@ Free text is stored as given and shown in lists, so each field has a bound: with
 list that shows it that much slower. The request parsers bound bodies and single strings; these bound what is kept.
 """
 import json
+import re
+from collections.abc import Iterable
 
 MAX_NAME_TEXT = 255  # display_name, experiment_name
 MAX_DESCRIPTION = 5000
@@ -68,3 +70,24 @@ def limit_errors(spec: dict) -> list[tuple[str, str]]:
     """Every length limit of a spec about to be stored; tags are checked where the spec keeps them (`tags`)."""
     errors = text_field_errors(spec) + tag_errors(spec.get("tags")) + string_errors(spec)
     return errors or size_errors(spec)
+
+
+def enum_choice(value: object, choices: Iterable[str]) -> str | None:
+    """The canonical spelling of an Azure ML enum value written in any case, or None when it is not one.
+
+    Azure ML's YAML schema lower-cases enum values before checking them (`Dedicated` is `dedicated`); its REST API
+    spells them in PascalCase (`LowPriority` for `low_priority`), so that spelling is taken too.
+    """
+    if not isinstance(value, str):
+        return None
+    by_key = {_enum_key(choice): choice for choice in choices}
+    return by_key.get(_enum_key(value)) or by_key.get(_enum_key(_camel_to_snake(value)))
+
+
+def _enum_key(value: str) -> str:
+    return value.lower()
+
+
+def _camel_to_snake(value: str) -> str:
+    """LowPriority → low_priority; values already in snake case or one word are unchanged (bar the case)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value)

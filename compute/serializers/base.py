@@ -5,8 +5,10 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from controlplane.specs import enum_choice
 from workspaces.serializers import validate_tags
 
+from ..capabilities import RECORD_ONLY
 from ..choices import ProvisioningState
 from ..models import ComputeTarget, validate_compute_name
 
@@ -28,6 +30,16 @@ def django_rule(check):
     return run
 
 
+class EnumField(serializers.ChoiceField):
+    """An Azure ML enum: any case is taken, as Azure ML's schema takes it, and the canonical value is stored."""
+
+    def to_internal_value(self, data):
+        canonical = enum_choice(data, self.choices)
+        if canonical is None:
+            self.fail("invalid_choice", input=data)
+        return canonical
+
+
 class ComputeSerializer(serializers.Serializer):
     """Fields every compute type has; subclasses add their own and name their secrets."""
 
@@ -41,6 +53,9 @@ class ComputeSerializer(serializers.Serializer):
     tags = serializers.JSONField(required=False, default=dict, validators=[validate_tags])
     provisioning_state = serializers.ChoiceField(choices=ProvisioningState.choices, read_only=True)
     provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
+    backend = serializers.CharField(
+        read_only=True, allow_null=True, help_text="null when Dockyard runs work on this type; else why this record runs nothing"
+    )
     secrets_set = serializers.ListField(child=serializers.CharField(), read_only=True, help_text="secret fields that hold a value")
     created_by = serializers.CharField(read_only=True, allow_null=True)
     created_on = serializers.DateTimeField(read_only=True)
@@ -49,7 +64,7 @@ class ComputeSerializer(serializers.Serializer):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.compute_type:
-            cls._declared_fields["type"] = serializers.ChoiceField(choices=[cls.compute_type])
+            cls._declared_fields["type"] = EnumField(choices=[cls.compute_type])
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
@@ -111,6 +126,7 @@ def compute_as_dict(compute: ComputeTarget) -> dict:
         "tags": compute.tags,
         "provisioning_state": compute.provisioning_state,
         "provisioning_errors": compute.provisioning_errors,
+        "backend": RECORD_ONLY.get(compute.type),
         "secrets_set": compute.secret_fields,
         "created_by": creator_name(compute),
         "created_on": compute.created_at,

@@ -5,9 +5,11 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
+from controlplane.specs import enum_choice
+
 from .. import addresses, validators, vmsizes
 from ..choices import ComputeType, Tier
-from .base import KEPT_AS_GIVEN, ComputeSerializer, django_rule, secret_field
+from .base import KEPT_AS_GIVEN, ComputeSerializer, EnumField, django_rule, secret_field
 
 
 class KubernetesComputeSerializer(ComputeSerializer):
@@ -81,7 +83,7 @@ class AmlComputeSerializer(ComputeSerializer):
     kept_as_given = KEPT_AS_GIVEN
 
     size = serializers.CharField(required=False, default="Standard_DS3_v2", validators=[size_rule(vmsizes.CLUSTER)])
-    tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.DEDICATED)
+    tier = EnumField(choices=Tier.choices, required=False, default=Tier.DEDICATED)
     min_instances = serializers.IntegerField(min_value=0, max_value=10000, required=False, default=0)
     max_instances = serializers.IntegerField(min_value=1, max_value=10000, required=False, default=1)
     idle_time_before_scale_down = serializers.IntegerField(
@@ -97,15 +99,21 @@ class AmlComputeSerializer(ComputeSerializer):
 
 
 class TriggerSerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=["cron", "recurrence"])
+    type = EnumField(choices=["cron", "recurrence"])
     expression = serializers.CharField(required=False, validators=[django_rule(validators.validate_cron)])
-    frequency = serializers.ChoiceField(choices=["minute", "hour", "day", "week", "month"], required=False)
+    frequency = EnumField(choices=["minute", "hour", "day", "week", "month"], required=False)
     interval = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=1)
     schedule = serializers.DictField(required=False)
     start_time = serializers.CharField(required=False, validators=[django_rule(validators.validate_start_time)])
-    time_zone = serializers.CharField(required=False, default="UTC", validators=[django_rule(validators.validate_time_zone)])
+    time_zone = serializers.CharField(
+        required=False, default="UTC", max_length=64, trim_whitespace=False,
+        validators=[django_rule(validators.validate_time_zone)],
+        help_text="an IANA name (Europe/Berlin) or a Windows one (Pacific Standard Time); stored as written",
+    )
+    time_zone_iana = serializers.CharField(read_only=True, help_text="the IANA name of time_zone (the same for IANA names)")
 
     def validate(self, attrs):
+        attrs["time_zone_iana"] = validators.iana_time_zone(attrs["time_zone"])
         if attrs["type"] == "cron" and not attrs.get("expression"):
             raise serializers.ValidationError({"expression": ["A cron trigger needs an expression."]})
         if attrs["type"] == "recurrence":
@@ -144,8 +152,8 @@ def recurrence_schedule(schedule: dict) -> dict:
 
 
 class StartStopSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["start", "stop"])
-    state = serializers.ChoiceField(choices=["enabled", "disabled"], required=False, default="enabled")
+    action = EnumField(choices=["start", "stop"])
+    state = EnumField(choices=["enabled", "disabled"], required=False, default="enabled")
     trigger = TriggerSerializer()
 
 
@@ -316,7 +324,8 @@ class LocalComputeSerializer(ComputeSerializer):
 
 
 def serializer_for(compute_type) -> type[ComputeSerializer]:
-    if not isinstance(compute_type, str) or compute_type not in SERIALIZERS:
+    canonical = enum_choice(compute_type, SERIALIZERS)  # `type: AmlCompute` is amlcompute, as Azure ML reads it
+    if canonical is None:
         choices = ", ".join(SERIALIZERS)
         raise serializers.ValidationError({"type": [f"Unknown compute type '{compute_type}'; one of: {choices}."]})
-    return SERIALIZERS[compute_type]
+    return SERIALIZERS[canonical]

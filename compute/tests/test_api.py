@@ -11,7 +11,7 @@ from tests.support import assert_error
 from workspaces.models import AuditEvent
 
 URL = "/api/v1/workspaces/team-a/computes/"
-COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisioning_errors", "secrets_set", "created_by", "created_on", "updated_on"}
+COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisioning_errors", "backend", "secrets_set", "created_by", "created_on", "updated_on"}
 
 
 @pytest.mark.parametrize(
@@ -40,6 +40,9 @@ def test_create_each_type(owner_api, workspace, compute_type, secrets, django_ca
     assert (created["name"], created["type"], created["description"], created["tags"]) == (data["name"], compute_type, "made in a test", {"team": "a"})
     assert (created["provisioning_state"], created["provisioning_errors"], created["created_by"]) == ("Creating", [], "olivia")
     assert created["secrets_set"] == secrets
+    # Only a kubernetes compute runs work today; every other record says it runs nothing, and why.
+    assert (created["backend"] is None) is (compute_type == "kubernetes")
+    assert compute_type == "kubernetes" or created["backend"].startswith("Records only: ")
     assert len(callbacks) == 1  # a reconcile is enqueued once the record is committed
     compute = ComputeTarget.objects.get(workspace=workspace, name=data["name"])
     assert (compute.generation, compute.observed_generation) == (1, 0)
@@ -367,3 +370,51 @@ def test_compute_types_rows(owner_api):
     assert {name for name, row in rows.items() if row["batch_inference"]} == {"serverless", "kubernetes"}
     assert {name for name, row in rows.items() if not row["automl"]} == {"datalakeanalytics", "hdinsight", "batch"}
     assert {name for name, row in rows.items() if row["autoscale_on_submit"]} == {"amlcompute", "serverless"}
+
+
+@pytest.mark.parametrize(
+    "written, stored",
+    [("LowPriority", "low_priority"), ("low_priority", "low_priority"), ("LOW_PRIORITY", "low_priority"),
+     ("Dedicated", "dedicated"), ("DEDICATED", "dedicated")],
+)
+def test_amlcompute_tier_in_any_case_is_stored_canonical(owner_api, workspace, written, stored):
+    """Azure ML's schema lower-cases enum values before checking; its REST API writes LowPriority."""
+    response = owner_api.post(URL, body("amlcompute", type="AmlCompute", tier=written), format="json")
+    assert response.status_code == 201, response.json()
+    assert (response.json()["type"], response.json()["tier"]) == ("amlcompute", stored)
+
+
+def test_schedule_enums_in_any_case_are_stored_canonical(owner_api, workspace):
+    trigger = {"type": "Recurrence", "frequency": "Week", "schedule": {"hours": [18], "minutes": [0], "week_days": ["MONDAY"]}}
+    start_stop = [{"action": "Stop", "state": "Enabled", "trigger": trigger}]
+    response = owner_api.post(URL, body("computeinstance", type="ComputeInstance", schedules={"compute_start_stop": start_stop}),
+                              format="json")
+    assert response.status_code == 201, response.json()
+    [stop] = response.json()["schedules"]["compute_start_stop"]
+    assert (stop["action"], stop["state"], stop["trigger"]["type"], stop["trigger"]["frequency"]) == ("stop", "enabled", "recurrence", "week")
+    assert stop["trigger"]["schedule"]["week_days"] == ["Monday"]
+
+
+def test_a_type_in_another_case_is_the_same_type_on_patch(owner_api, workspace, owner):
+    create_compute(workspace, owner, "amlcompute")
+    response = owner_api.patch(URL + "cpu-cluster/", {"type": "AmlCompute", "tier": "LowPriority"}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["tier"] == "low_priority"
+
+
+@pytest.mark.parametrize(
+    "written, iana",
+    [("Pacific Standard Time", "America/Los_Angeles"), ("pacific standard time", "America/Los_Angeles"),
+     ("Korea Standard Time", "Asia/Seoul"), ("UTC", "UTC"), ("Europe/Berlin", "Europe/Berlin"),
+     ("W. Europe Standard Time", "Europe/Berlin")],
+)
+def test_schedule_time_zone_windows_or_iana_is_stored_as_written_with_its_iana_name(owner_api, workspace, written, iana):
+    trigger = {"type": "cron", "expression": "0 18 * * 1-5", "time_zone": written}
+    response = owner_api.post(URL, body("computeinstance", schedules={"compute_start_stop": [{"action": "stop", "trigger": trigger}]}),
+                              format="json")
+    assert response.status_code == 201, response.json()
+    [stop] = response.json()["schedules"]["compute_start_stop"]
+    assert (stop["trigger"]["time_zone"], stop["trigger"]["time_zone_iana"]) == (written, iana)
+    # A later PATCH re-validates what was stored: the IANA name is derived again, not taken from the body.
+    again = owner_api.patch(URL + "notebook/", {"description": "x"}, format="json")
+    assert again.json()["schedules"]["compute_start_stop"][0]["trigger"]["time_zone_iana"] == iana

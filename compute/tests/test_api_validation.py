@@ -85,6 +85,15 @@ INVALID_CREATES = [
          schedules=schedules(schedule(expression=None))),
     case("bad-time-zone", "computeinstance", "schedules.compute_start_stop.0.trigger.time_zone",
          schedules=schedules(schedule(time_zone="Mars/Olympus"))),
+    case("windows-time-zone-unknown", "computeinstance", "schedules.compute_start_stop.0.trigger.time_zone",
+         schedules=schedules(schedule(time_zone="Mars Standard Time"))),
+    case("time-zone-huge", "computeinstance", "schedules.compute_start_stop.0.trigger.time_zone",
+         schedules=schedules(schedule(time_zone="Pacific Standard Time" * 5000))),
+    case("time-zone-path", "computeinstance", "schedules.compute_start_stop.0.trigger.time_zone",
+         schedules=schedules(schedule(time_zone="../../etc/passwd"))),
+    case("time-zone-not-a-string", "computeinstance", "schedules.compute_start_stop.0.trigger.time_zone",
+         schedules=schedules(schedule(time_zone=["UTC"]))),
+    case("tier-camel-unknown", "amlcompute", "tier", tier="LowCost"),
     case("bad-start-time", "computeinstance", "schedules.compute_start_stop.0.trigger.start_time",
          schedules=schedules(schedule(start_time="tomorrow"))),
     case("unknown-action", "computeinstance", "schedules.compute_start_stop.0.action",
@@ -158,6 +167,14 @@ def test_invalid_create_is_refused_and_changes_nothing(owner_api, workspace, dat
     before = counts()
     response = owner_api.post(URL, data, format="json")
     assert_error(response, 400, "ValidationError", target)
+    assert counts() == before
+
+
+def test_a_time_zone_with_a_nul_is_refused_at_its_field(owner_api, workspace):
+    before = counts()
+    data = body("computeinstance", schedules=schedules(schedule(time_zone="UTC\x00")))
+    response = owner_api.post(URL, data, format="json")
+    assert_error(response, 400, "InvalidBody", "schedules.compute_start_stop.0.trigger.time_zone")
     assert counts() == before
 
 

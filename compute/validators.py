@@ -139,6 +139,21 @@ def validate_time_zone(name: str) -> None:
     iana_time_zone(name)
 
 
+PUBLIC_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+                    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
+PUBLIC_KEY_BODY = re.compile(r"AAAA[A-Za-z0-9+/]+={0,3}")
+
+
+def public_key_problem(value: str) -> str | None:
+    """Why a value is not one OpenSSH public key line (`<type> <base64> [comment]`), or None."""
+    if "PRIVATE KEY" in value:
+        return "This is a private key; ssh_key_value takes the public key (the .pub file), and the private key stays with you."
+    parts = value.strip().split(None, 2)
+    if len(parts) < 2 or parts[0] not in PUBLIC_KEY_TYPES or not PUBLIC_KEY_BODY.fullmatch(parts[1]) or "\n" in value.strip():
+        return "Must be one OpenSSH public key line such as 'ssh-ed25519 AAAA... user@host'."
+    return None
+
+
 def validate_cron(expression: str) -> None:
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
         raise ValidationError(f"'{expression}' is not a cron expression of five fields (minute hour day month weekday).")

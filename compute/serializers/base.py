@@ -40,6 +40,18 @@ class EnumField(serializers.ChoiceField):
         return canonical
 
 
+class StrictSerializer(serializers.Serializer):
+    """A nested mapping that refuses fields it does not know (DRF drops them silently), naming each one."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                known = ", ".join(name for name, field in self.fields.items() if not field.read_only)
+                raise serializers.ValidationError({key: [f"Unknown field here; the fields are: {known}."] for key in unknown})
+        return super().to_internal_value(data)
+
+
 class ComputeSerializer(serializers.Serializer):
     """Fields every compute type has; subclasses add their own and name their secrets."""
 
@@ -140,5 +152,5 @@ def creator_name(compute: ComputeTarget) -> str | None:
     return compute.created_by.username if compute.created_by_id else None
 
 
-def secret_field(**kwargs):
-    return serializers.CharField(write_only=True, required=False, trim_whitespace=False, max_length=65536, **kwargs)
+def secret_field(max_length: int = 65536, **kwargs):
+    return serializers.CharField(write_only=True, required=False, trim_whitespace=False, max_length=max_length, **kwargs)

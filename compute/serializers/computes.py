@@ -9,7 +9,7 @@ from controlplane.specs import enum_choice
 
 from .. import addresses, validators, vmsizes
 from ..choices import ComputeType, Tier
-from .base import KEPT_AS_GIVEN, ComputeSerializer, EnumField, django_rule, secret_field
+from .base import KEPT_AS_GIVEN, ComputeSerializer, EnumField, StrictSerializer, django_rule, secret_field
 
 
 class KubernetesComputeSerializer(ComputeSerializer):
@@ -78,9 +78,26 @@ def size_rule(target: str):
     return check
 
 
+class AmlSshSettingsSerializer(StrictSerializer):
+    """SSH access to a compute cluster's nodes (Azure ML's ssh_settings): the user shown, password and key write-only."""
+
+    admin_username = serializers.RegexField(
+        validators.USERNAME, max_length=64, error_messages={"invalid": "Must be a user name: letters, digits, '_', '.', '-'."}
+    )
+    admin_password = secret_field(min_length=8, max_length=128)
+    ssh_key_value = secret_field(max_length=16384, help_text="an OpenSSH public key, e.g. ssh-ed25519 AAAA... user@host")
+
+    def validate_ssh_key_value(self, value):
+        problem = validators.public_key_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
 class AmlComputeSerializer(ComputeSerializer):
     compute_type = ComputeType.AMLCOMPUTE
     kept_as_given = KEPT_AS_GIVEN
+    secret_fields = ("ssh_settings.admin_password", "ssh_settings.ssh_key_value")
 
     size = serializers.CharField(required=False, default="Standard_DS3_v2", validators=[size_rule(vmsizes.CLUSTER)])
     tier = EnumField(choices=Tier.choices, required=False, default=Tier.DEDICATED)
@@ -89,16 +106,27 @@ class AmlComputeSerializer(ComputeSerializer):
     idle_time_before_scale_down = serializers.IntegerField(
         min_value=0, max_value=365 * 86400, required=False, default=120, help_text="seconds"
     )
+    ssh_settings = AmlSshSettingsSerializer(required=False, help_text="admin_username shown; admin_password and ssh_key_value write-only")
 
     def validate(self, attrs):
         if attrs["min_instances"] > attrs["max_instances"]:
             raise serializers.ValidationError(
                 {"min_instances": [f"min_instances ({attrs['min_instances']}) must not exceed max_instances ({attrs['max_instances']})."]}
             )
+        if "ssh_settings" in attrs:
+            attrs.update(self._ssh_secrets(dict(attrs["ssh_settings"])))
         return attrs
 
+    def _ssh_secrets(self, ssh: dict) -> dict:
+        """Move the password and key out of the stored properties into the encrypted secrets."""
+        secrets = {f"ssh_settings.{key}": ssh.pop(key) for key in ("admin_password", "ssh_key_value") if ssh.get(key)}
+        stored = self.context.get("secrets") or {}
+        if not any(secrets.get(key) or stored.get(key) for key in self.secret_fields):
+            raise serializers.ValidationError({"ssh_settings.admin_password": ["Give admin_password or ssh_key_value."]})
+        return {"ssh_settings": ssh, **secrets}
 
-class TriggerSerializer(serializers.Serializer):
+
+class TriggerSerializer(StrictSerializer):
     type = EnumField(choices=["cron", "recurrence"])
     expression = serializers.CharField(required=False, validators=[django_rule(validators.validate_cron)])
     frequency = EnumField(choices=["minute", "hour", "day", "week", "month"], required=False)
@@ -151,13 +179,13 @@ def recurrence_schedule(schedule: dict) -> dict:
     return result
 
 
-class StartStopSerializer(serializers.Serializer):
+class StartStopSerializer(StrictSerializer):
     action = EnumField(choices=["start", "stop"])
     state = EnumField(choices=["enabled", "disabled"], required=False, default="enabled")
     trigger = TriggerSerializer()
 
 
-class SchedulesSerializer(serializers.Serializer):
+class SchedulesSerializer(StrictSerializer):
     compute_start_stop = StartStopSerializer(many=True, required=False, default=list)
 
     def validate_compute_start_stop(self, value):

@@ -30,6 +30,10 @@ SECRETS = [
     ("vm-password", "virtualmachine", "admin_password", lambda secret: secret),
     ("dbx", "databricks", "access_token", lambda secret: secret),
     ("batch", "batch", "account_key", lambda secret: secret),
+    # Azure ML's ssh_settings of a compute cluster: the password and the key are write-only (the key's comment holds the marker)
+    ("aml-password", "amlcompute", "ssh_settings", lambda secret: {"admin_username": "azureuser", "admin_password": secret}),
+    ("aml-key", "amlcompute", "ssh_settings",
+     lambda secret: {"admin_username": "azureuser", "ssh_key_value": f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB {secret}"}),
 ]
 
 
@@ -141,7 +145,7 @@ def test_secrets_never_leave_in_responses_logs_or_plain_in_the_database(owner_ap
     assert len(set(markers)) == 2 * len(SECRETS) + len(carried)
 
 
-@pytest.mark.parametrize("name, compute_type, field, make", SECRETS)
+@pytest.mark.parametrize("name, compute_type, field, make", [row for row in SECRETS if row[2] != "ssh_settings"])
 def test_patch_without_the_secret_keeps_it(owner_api, workspace, name, compute_type, field, make):
     secret = make(marker(field))
     created = owner_api.post(URL, create_body(name, compute_type, field, secret), format="json").json()
@@ -151,6 +155,25 @@ def test_patch_without_the_secret_keeps_it(owner_api, workspace, name, compute_t
     assert response.status_code == 200, response.json()
     assert response.json()["secrets_set"] == [field]
     assert ComputeTarget.objects.get(name=name).secrets == {field: secret}
+
+
+def test_amlcompute_ssh_settings_show_the_user_and_keep_password_and_key_encrypted(owner_api, workspace):
+    password, key = marker("password"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB me@laptop"
+    ssh = {"admin_username": "azureuser", "admin_password": password, "ssh_key_value": key}
+    created = owner_api.post(URL, body("amlcompute", ssh_settings=ssh), format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["ssh_settings"] == {"admin_username": "azureuser"}
+    assert created.json()["secrets_set"] == ["ssh_settings.admin_password", "ssh_settings.ssh_key_value"]
+    assert "ssh_settings" in created.json()["backend"]  # says the settings are stored for a backend still to come
+    compute = ComputeTarget.objects.get(name="cpu-cluster")
+    assert compute.secrets == {"ssh_settings.admin_password": password, "ssh_settings.ssh_key_value": key}
+    assert password not in compute.secrets_encrypted and password not in json.dumps(compute.properties)
+    # A patch that names only the user keeps the password and the key.
+    changed = owner_api.patch(URL + "cpu-cluster/", {"ssh_settings": {"admin_username": "ops"}}, format="json")
+    assert changed.status_code == 200, changed.json()
+    assert changed.json()["ssh_settings"] == {"admin_username": "ops"}
+    compute.refresh_from_db()
+    assert compute.secrets == {"ssh_settings.admin_password": password, "ssh_settings.ssh_key_value": key}
 
 
 def test_both_ssh_secrets_are_listed_when_both_are_set(owner_api, workspace):

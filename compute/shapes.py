@@ -16,6 +16,20 @@ BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
 RESOURCE_KEYS = {"requests": ("cpu", "memory"), "limits": ("cpu", "memory", GPU)}
 CR_FIELDS = {"apiVersion", "kind", "metadata", "spec", "status"}
 
+# Every field the parser takes (flat form; the CR form's metadata.name and spec.* are the same fields), for the audit.
+ACCEPTED_FIELDS = frozenset({
+    "name", "nodeSelector", "resources.requests.cpu", "resources.requests.memory", "resources.limits.cpu",
+    "resources.limits.memory", f"resources.limits.{GPU}", "apiVersion", "kind", "items", "metadata.name", "status",
+})
+# Each field above is acted on (the CR is built from it, or it is checked), so nothing is stored and left inert.
+STORED_ONLY: dict[str, str] = {}
+# Read but neither stored nor acted on: what `kubectl get -o yaml` adds to a CR, so its output can be posted back.
+DROPPED_ON_INPUT: dict[str, str] = {
+    "status": "the cluster's observed state; Dockyard reads it from the cluster, never from a request.",
+    "metadata (other than name)": "labels, annotations and resourceVersion of an exported CR; Dockyard sets its own "
+                                  "labels on the CRs it writes.",
+}
+
 
 @dataclass
 class Shape:

@@ -58,6 +58,8 @@ class ComputeSerializer(serializers.Serializer):
     compute_type: str = ""
     secret_fields: tuple[str, ...] = ()
     kept_as_given: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other spellings `normalise` rewrites into the fields (Azure ML's nested forms)
+    refused: dict[str, str] = {}  # Azure ML fields of this type that Dockyard refuses: {field: why, and what instead}
 
     name = serializers.CharField(max_length=64, validators=[django_rule(validate_compute_name)])
     type = serializers.CharField()
@@ -81,6 +83,9 @@ class ComputeSerializer(serializers.Serializer):
     def to_internal_value(self, data):
         if not isinstance(data, dict):
             raise serializers.ValidationError({"non_field_errors": ["The body must be a mapping of fields."]})
+        refused = {key: [why] for key, why in self.refused.items() if key in data}
+        if refused:
+            raise serializers.ValidationError(refused)
         data = self.normalise(dict(data))
         known = set(self.fields) | set(self.kept_as_given) | set(IGNORED)
         unknown = sorted(key for key in data if key not in known)

@@ -9,13 +9,20 @@ from controlplane.specs import enum_choice
 
 from .. import addresses, validators, vmsizes
 from ..choices import ComputeType, Tier
-from .base import KEPT_AS_GIVEN, ComputeSerializer, EnumField, StrictSerializer, django_rule, secret_field
+from .base import IGNORED, KEPT_AS_GIVEN, ComputeSerializer, EnumField, StrictSerializer, django_rule, secret_field
 
 
 class KubernetesComputeSerializer(ComputeSerializer):
     compute_type = ComputeType.KUBERNETES
     secret_fields = ("kubeconfig",)
-    kept_as_given = ("identity",)
+    refused = {
+        "identity": "Dockyard acts on the cluster with the kubeconfig's credentials (or its own service account with "
+                    "in_cluster), never with an Azure managed identity; remove identity.",
+        "resource_id": "Dockyard cannot look a cluster up in Azure Resource Manager; attach it with its kubeconfig "
+                       "instead of its resource ID.",
+        "properties": "Give namespace and node_selector as top-level fields; Azure ML's extension properties do not "
+                      "apply to a cluster Dockyard attaches itself.",
+    }
 
     kubeconfig = secret_field(help_text="kubeconfig YAML; write-only, stored encrypted")
     context = serializers.CharField(required=False, allow_null=True, default=None, max_length=253)
@@ -197,6 +204,15 @@ class SchedulesSerializer(StrictSerializer):
 class ComputeInstanceSerializer(ComputeSerializer):
     compute_type = ComputeType.COMPUTEINSTANCE
     kept_as_given = KEPT_AS_GIVEN
+    refused = {
+        key: f"{what} are not supported: Dockyard has no compute-instance backend yet, and the one planned runs a "
+             "container image of your choice instead; remove this field."
+        for key, what in (("setup_scripts", "Setup scripts"), ("custom_applications", "Custom applications"),
+                          ("enable_os_patching", "OS patching settings"), ("enable_sso", "Single sign-on settings"),
+                          ("enable_root_access", "Root-access settings"), ("create_on_behalf_of", "Instances created on "
+                                                                                                   "behalf of another user"),
+                          ("ssh_settings", "SSH settings of a compute instance"))
+    }
 
     size = serializers.CharField(required=False, default="Standard_DS3_v2", validators=[size_rule(vmsizes.INSTANCE)])
     idle_time_before_shutdown_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
@@ -234,6 +250,8 @@ class SshHostSerializer(ComputeSerializer):
 
     secret_fields = ("admin_password", "ssh_private_key")
     kept_as_given = ("resource_id",)
+    aliases = ("ssh_settings",)
+    ssh_settings_fields = ("admin_username", "admin_password", "ssh_port", "ssh_private_key")
 
     address = serializers.CharField(max_length=253)
     ssh_port = serializers.IntegerField(min_value=1, max_value=65535, required=False, default=22)
@@ -245,14 +263,20 @@ class SshHostSerializer(ComputeSerializer):
 
     def normalise(self, data: dict) -> dict:
         ssh = data.pop("ssh_settings", None)
-        if isinstance(ssh, dict):
-            for key in ("admin_username", "admin_password", "ssh_port", "ssh_private_key"):
-                if key in ssh:
-                    data.setdefault(key, ssh[key])
-            if "ssh_private_key_file" in ssh:
-                raise serializers.ValidationError(
-                    {"ssh_settings.ssh_private_key_file": ["Send the key's contents as ssh_private_key (the CLI reads the file for you)."]}
-                )
+        if ssh is not None and not isinstance(ssh, dict):
+            raise serializers.ValidationError({"ssh_settings": ["ssh_settings must be a mapping."]})
+        ssh = ssh or {}
+        if "ssh_private_key_file" in ssh:
+            raise serializers.ValidationError(
+                {"ssh_settings.ssh_private_key_file": ["Send the key's contents as ssh_private_key (the CLI reads the file for you)."]}
+            )
+        unknown = sorted(str(key) for key in ssh if key not in self.ssh_settings_fields)
+        if unknown:
+            known = ", ".join(self.ssh_settings_fields)
+            raise serializers.ValidationError({f"ssh_settings.{key}": [f"Unknown field here; the fields are: {known}."] for key in unknown})
+        for key in self.ssh_settings_fields:
+            if key in ssh:
+                data.setdefault(key, ssh[key])
         return data
 
     def validate_address(self, value):
@@ -341,6 +365,56 @@ SERIALIZERS: dict[str, type[ComputeSerializer]] = {
     )
 }
 COMMON_FIELDS = set(ComputeSerializer._declared_fields)
+
+
+def _accepted(serializer: serializers.Serializer, prefix: str = "") -> set[str]:
+    """Dotted paths of the writable fields of a serializer and of its nested mappings."""
+    paths = set()
+    for name, field in serializer.fields.items():
+        if field.read_only:
+            continue
+        paths.add(prefix + name)
+        nested = field.child if isinstance(field, serializers.ListSerializer) else field
+        if isinstance(nested, serializers.Serializer):
+            paths |= _accepted(nested, f"{prefix}{name}.")
+    return paths
+
+
+# Every field each type's parser takes (dotted paths; `kept_as_given` included), as a constant the audit test walks.
+ACCEPTED_FIELDS: dict[str, frozenset[str]] = {
+    compute_type: frozenset(_accepted(cls()) | set(cls.kept_as_given) | set(IGNORED) | set(cls.aliases))
+    for compute_type, cls in SERIALIZERS.items()
+}
+
+_CLUSTER_LATER = "is stored for the compute-cluster backend a later release builds on Karpenter; today it places nothing"
+_INSTANCE_LATER = "is stored for the compute-instance backend a later release builds; today nothing starts or stops"
+_SSH_LATER = "is stored (secrets encrypted) for the SSH runner a later release adds; today no job runs over SSH"
+_PIPELINES = "is stored as a reference for pipeline steps, which Dockyard does not run; nothing uses it"
+_AZURE_ONLY = "describes an Azure resource Dockyard has no counterpart for; it is kept so Azure ML files load unchanged"
+
+# Accepted fields that are stored but do nothing today, with the reason (COMMON.md's rule; the README lists them).
+# Kubernetes computes have none: every field they take is acted on.
+STORED_ONLY: dict[str, str] = {
+    **{f"amlcompute.{key}": f"{key} {_CLUSTER_LATER}." for key in (
+        "size", "tier", "min_instances", "max_instances", "idle_time_before_scale_down", "ssh_settings",
+        "ssh_settings.admin_username", "ssh_settings.admin_password", "ssh_settings.ssh_key_value",
+        "ssh_public_access_enabled", "network_settings", "enable_node_public_ip", "identity")},
+    "amlcompute.location": f"location {_AZURE_ONLY}.",
+    **{f"computeinstance.{key}": f"{key} {_INSTANCE_LATER}." for key in (
+        "size", "idle_time_before_shutdown", "idle_time_before_shutdown_minutes", "schedules",
+        *(f"schedules.compute_start_stop{rest}" for rest in (
+            "", ".action", ".state", ".trigger", ".trigger.type", ".trigger.expression", ".trigger.frequency",
+            ".trigger.interval", ".trigger.schedule", ".trigger.start_time", ".trigger.time_zone")),
+        "ssh_public_access_enabled", "network_settings", "enable_node_public_ip", "identity")},
+    "computeinstance.location": f"location {_AZURE_ONLY}.",
+    **{f"{kind}.{key}": f"{key} {_SSH_LATER}." for kind in ("virtualmachine", "hdinsight") for key in (
+        "address", "ssh_port", "admin_username", "admin_password", "ssh_private_key", "ssh_settings")},
+    **{f"{kind}.resource_id": f"resource_id {_AZURE_ONLY}." for kind in ("virtualmachine", "hdinsight")},
+    **{f"{kind}.{key}": f"{key} {_PIPELINES}." for kind, keys in (
+        ("databricks", ("resource_id", "workspace_url", "access_token")),
+        ("batch", ("resource_id", "account_name", "account_url", "account_key")),
+        ("synapsespark", ("resource_id", "identity")), ("datalakeanalytics", ("resource_id",))) for key in keys},
+}
 
 
 class LocalComputeSerializer(ComputeSerializer):

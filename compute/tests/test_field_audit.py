@@ -1,0 +1,56 @@
+"""Accepted means acted on: every field a compute parser takes is acted on, refused with its reason, or declared
+stored-only with the reason (STORED_ONLY); record-only types say so in every response."""
+import pytest
+
+from compute import shapes
+from compute.capabilities import RECORD_ONLY
+from compute.serializers.computes import ACCEPTED_FIELDS, COMMON_FIELDS, SERIALIZERS, STORED_ONLY
+from compute.tests.factories import body
+from tests.support import assert_error
+
+URL = "/api/v1/workspaces/team-a/computes/"
+SHOWN_OR_VALIDATED = COMMON_FIELDS | {"$schema"}
+# What a kubernetes compute does with each of its own fields.
+KUBERNETES_ACTS = {
+    "kubeconfig": "the credentials every check and reconcile uses", "context": "the kubeconfig context used",
+    "namespace": "where jobs and deployments run", "node_selector": "added to every instance type's selector",
+    "in_cluster": "use Dockyard's own service account",
+}
+
+
+@pytest.mark.parametrize("compute_type", sorted(RECORD_ONLY))
+def test_every_field_of_a_record_only_type_is_declared_stored_only(compute_type):
+    undeclared = {key for key in ACCEPTED_FIELDS[compute_type] - SHOWN_OR_VALIDATED if f"{compute_type}.{key}" not in STORED_ONLY}
+    assert undeclared == set()
+
+
+def test_every_kubernetes_field_is_acted_on():
+    assert ACCEPTED_FIELDS["kubernetes"] - SHOWN_OR_VALIDATED == set(KUBERNETES_ACTS)
+    assert not [key for key in STORED_ONLY if key.startswith("kubernetes.")]
+
+
+def test_stored_only_names_only_accepted_fields_each_with_a_sentence():
+    for path, why in STORED_ONLY.items():
+        compute_type, field = path.split(".", 1)
+        assert field in ACCEPTED_FIELDS[compute_type], path
+        assert why.endswith(".") and len(why) > 40, path
+
+
+def test_every_type_is_either_run_or_record_only():
+    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes"}
+
+
+def test_the_instance_type_parser_stores_nothing_inert():
+    assert shapes.STORED_ONLY == {}
+    assert {"name", "nodeSelector", "resources.requests.cpu"} <= shapes.ACCEPTED_FIELDS
+
+
+REFUSED = [(compute_type, field, why) for compute_type, cls in SERIALIZERS.items() for field, why in cls.refused.items()]
+
+
+@pytest.mark.parametrize("compute_type, field, why", REFUSED, ids=[f"{t}-{f}" for t, f, _ in REFUSED])
+def test_refused_azure_fields_say_why(owner_api, workspace, compute_type, field, why):
+    response = owner_api.post(URL, body(compute_type, **{field: {"type": "SystemAssigned"}}), format="json")
+    error = assert_error(response, 400, "ValidationError", field)
+    assert why in str(error)
+    assert field not in {key for key in ACCEPTED_FIELDS[compute_type]}

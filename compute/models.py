@@ -56,7 +56,8 @@ class Cluster(models.Model):
     crd_installed = models.BooleanField(default=False)
     nodes = models.JSONField(default=list, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True)
-    synced_at = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)  # when the nodes last changed
+    nodes_read_at = models.DateTimeField(null=True, blank=True)  # when the nodes were last read, changed or not
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):

@@ -17,6 +17,7 @@ from controlplane.parsers import load_yaml_documents
 from workspaces.access import local_compute_allowed
 
 from .compute_form import BoundField, Field, parse_pairs
+from .instance_type_form import choice_label
 
 LOCAL = "local"
 DEFAULT_INSTANCE_TYPE = "defaultinstancetype"
@@ -193,13 +194,6 @@ def bind_endpoint(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundF
 # Add a deployment
 
 
-def shape_label(row: dict) -> str:
-    """An instance type's limits in a few words: 2 cpu, 8Gi, 1 GPU."""
-    limits = row["resources"]["limits"]
-    gpu = limits.get(GPU)
-    return f"{limits['cpu']} cpu, {limits['memory']}" + (f", {gpu} GPU" if gpu else "")
-
-
 def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
     """The instance types a deployment of this endpoint can name, and what leaving the field empty means."""
     if endpoint.compute_id is None:
@@ -207,8 +201,8 @@ def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
                                         f"checked against {DEFAULT_INSTANCE_TYPE}.")
     rows = instance_type_list(compute=endpoint.compute)
     default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
-    choices = [("", f"{DEFAULT_INSTANCE_TYPE} ({shape_label(default)})" if default else DEFAULT_INSTANCE_TYPE)]
-    choices += [(row["name"], f"{row['name']} ({shape_label(row)})") for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
+    choices = [("", choice_label(default) if default else DEFAULT_INSTANCE_TYPE)]
+    choices += [(row["name"], choice_label(row)) for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
     return choices, "Requests, limits and node selector of the pods, from the compute's instance types."
 
 

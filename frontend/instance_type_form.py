@@ -30,6 +30,22 @@ RESOURCE_FIELDS = {
 FIELD_OF_TARGET = {f"resources.{section}.{key}": name for name, (section, key) in RESOURCE_FIELDS.items()}
 
 
+def shape_label(row: dict) -> str:
+    """An instance type's requests/limits and GPUs in a few words: 700m/1 cpu, 1500Mi/2Gi, 1 GPU.
+
+    Limits alone read the same for types that differ in what they reserve, so both are shown.
+    """
+    requests, limits = row["resources"]["requests"], row["resources"]["limits"]
+    gpu = limits.get(GPU)
+    text = f"{requests['cpu']}/{limits['cpu']} cpu, {requests['memory']}/{limits['memory']}"
+    return text + (f", {gpu} GPU" if gpu else "")
+
+
+def choice_label(row: dict) -> str:
+    """How a dropdown names an instance type: gpu-small — 700m/1 cpu, 1500Mi/2Gi, 1 GPU."""
+    return f"{row['name']} — {shape_label(row)}"
+
+
 def body_of(data) -> tuple[dict, list[dict]]:
     """The API body the form amounts to, and rows {target, message} for input that could not be read."""
     problems = []

@@ -15,6 +15,7 @@ from controlplane.parsers import load_yaml_documents
 from workspaces.access import local_compute_allowed
 
 from .compute_form import BoundField, Field, parse_pairs
+from .instance_type_form import choice_label
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 LOCAL = "local"
@@ -169,13 +170,6 @@ def initial_compute(choices: list[tuple[str, str]]) -> str:
     return kubernetes[0] if kubernetes else choices[0][0]
 
 
-def shape_label(row: dict) -> str:
-    """An instance type's limits in a few words: 2 cpu, 8Gi, 1 GPU."""
-    limits = row["resources"]["limits"]
-    gpu = limits.get("nvidia.com/gpu")
-    return f"{limits['cpu']} cpu, {limits['memory']}" + (f", {gpu} GPU" if gpu else "")
-
-
 def instance_type_choices(workspace, compute_choice: str) -> tuple[list[tuple[str, str]], str]:
     """The instance types the chosen compute offers, and a note on what leaving it empty means."""
     if compute_choice == LOCAL:
@@ -189,8 +183,8 @@ def instance_type_choices(workspace, compute_choice: str) -> tuple[list[tuple[st
     compute = computes.filter(name=compute_choice).first()
     rows = instance_type_list(compute=compute) if compute else []
     default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
-    choices = [("", f"{DEFAULT_INSTANCE_TYPE} ({shape_label(default)})" if default else DEFAULT_INSTANCE_TYPE)]
-    choices += [(row["name"], f"{row['name']} ({shape_label(row)})") for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
+    choices = [("", choice_label(default) if default else DEFAULT_INSTANCE_TYPE)]
+    choices += [(row["name"], choice_label(row)) for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
     return choices, "Pod shape (requests, limits, node selector) from the compute's instance types."
 
 

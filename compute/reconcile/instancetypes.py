@@ -195,8 +195,11 @@ def _follow(record: InstanceType, cr: dict | None) -> None:
 
 
 def _store_nodes(cluster: Cluster, nodes: list[dict]) -> None:
+    """Keep the nodes and when they were read; the change time moves only when they differ (the studio shows both)."""
     nodes = sorted(nodes, key=lambda node: node["name"])
+    cluster.nodes_read_at = timezone.now()
+    changed = ["nodes_read_at"]
     if nodes != cluster.nodes:
-        cluster.nodes = nodes
-        cluster.synced_at = timezone.now()
-        cluster.save(update_fields=["nodes", "synced_at"])
+        cluster.nodes, cluster.synced_at = nodes, cluster.nodes_read_at
+        changed += ["nodes", "synced_at"]
+    cluster.save(update_fields=changed)

@@ -418,7 +418,7 @@ def test_a_kubernetes_deployment_needs_an_image_and_offers_the_instance_types(cl
     url = "/w/team-a/endpoints/fraud/deployments/new/form/"
     body = text(client_as("contributor").get(url))
     block = field_block(body, "instance_type")
-    assert "defaultinstancetype (2 cpu, 2Gi)" in block and 'value="cpu-large"' in block
+    assert "defaultinstancetype — 100m/2 cpu, 2Gi/2Gi" in block and 'value="cpu-large"' in block
     assert 'id="id_venv"' not in body  # a local-only field
     kube_form = {**DEPLOYMENT_FORM, "venv": "", "code": "/var/azureml-app", "instance_type": "cpu-large"}
     response = client_as("contributor").post(url, kube_form)

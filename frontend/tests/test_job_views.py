@@ -184,7 +184,8 @@ def test_form_offers_local_the_kubernetes_computes_and_serverless(client_as, kub
     options = re.findall(r'<option value="([^"]*)"', body.split('id="id_compute"')[1].split("</select>")[0])
     assert options == ["local", "k8s", "serverless"]
     assert re.search(r'<option value="k8s" selected>', body)  # a Kubernetes compute first, when there is one
-    assert "gpu-small (2 cpu, 8Gi, 1 GPU)" in body and "defaultinstancetype (2 cpu, 2Gi)" in body
+    # requests/limits and GPUs: limits alone read the same for types that reserve different amounts
+    assert "gpu-small — 1/2 cpu, 4Gi/8Gi, 1 GPU" in body and "defaultinstancetype — 100m/2 cpu, 2Gi/2Gi" in body
     assert "compute: azureml:k8s" in body and "$schema: https://azuremlschemas" in body
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import F
 
 from compute import kube, reconcile
 from compute.choices import ProvisioningState
@@ -240,6 +241,31 @@ def test_overview_shows_server_version_namespace_and_selector(client_as, owner, 
     assert fake_kube.url in body and Cluster.objects.get().version in body and "pool=ml" in body
     assert re.search(r'Instance types <span class="badge rounded-pill count">1</span>', body)  # the built-in default
     assert "fake-kube-admin-token" not in body
+
+
+def test_nodes_read_shows_the_last_read_not_the_last_change(client_as, cluster):
+    """A resync that finds the same nodes moves 'Nodes read'; 'nodes last changed' stays where the nodes last changed."""
+    from datetime import timedelta
+
+    Cluster.objects.update(nodes_read_at=F("nodes_read_at") - timedelta(hours=3), synced_at=F("synced_at") - timedelta(hours=3))
+    changed = Cluster.objects.get().synced_at
+    sync()  # the same nodes again
+    stored = Cluster.objects.get()
+    assert stored.synced_at == changed and stored.nodes_read_at > changed + timedelta(hours=2)
+    body = text(client_as("reader").get(f"{PAGE}/"))
+    read = re.search(r"<td data-nodes-read>(.*?)</td>", body, re.S).group(1)
+    assert stored.nodes_read_at.strftime("%Y-%m-%d %H:%M:%S") in read
+    assert f"nodes last changed {changed.strftime('%Y-%m-%d %H:%M:%S')}" in read
+
+
+def test_a_cluster_without_nodes_reads_as_read(client_as, owner, workspace, fake_kube):
+    """An empty node list equals the stored one, so the change time never moved: the page must still say it was read."""
+    attach(owner, workspace, fake_kube)
+    for cluster in Cluster.objects.all():
+        reconcile.instancetypes._store_nodes(cluster, [])  # what a sync of a cluster with no nodes stores
+    assert Cluster.objects.get().nodes_read_at is not None and Cluster.objects.get().synced_at is None
+    body = text(client_as("reader").get(f"{PAGE}/nodes/"))
+    assert "The cluster has no nodes" in body and "Nodes not read yet" not in body
 
 
 def test_instance_types_table_shows_source_shape_state_and_fit(client_as, cluster):

@@ -68,7 +68,7 @@ def detail(request, ws, name, it):
     observed = row["status"]["observed_spec"]
     context.update(
         row=row, can_edit=editable(context, row), can_delete=editable(context, row) and row["source"] != BUILTIN,
-        nodes_synced=bool(context["compute"].cluster and context["compute"].cluster.synced_at),
+        nodes_synced=bool(context["compute"].cluster and context["compute"].cluster.nodes_read_at),
         manifest_yaml=form.as_yaml(row["manifest"]) if row["manifest"] else "",
         shape_yaml=form.as_yaml(form.cr_of(row)), observed_yaml=form.as_yaml(observed) if observed else "",
         diff=form.spec_diff(row["manifest"]["spec"], observed) if row["status"]["drifted"] else [],

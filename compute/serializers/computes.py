@@ -253,7 +253,8 @@ class SshHostSerializer(ComputeSerializer):
     aliases = ("ssh_settings",)
     ssh_settings_fields = ("admin_username", "admin_password", "ssh_port", "ssh_private_key")
 
-    address = serializers.CharField(max_length=253)
+    address = serializers.CharField(max_length=253, error_messages={
+        "required": "Dockyard reaches the host at this address (a host name or IP); Azure ML's resource_id alone does not locate it."})
     ssh_port = serializers.IntegerField(min_value=1, max_value=65535, required=False, default=22)
     admin_username = serializers.RegexField(
         validators.USERNAME, max_length=64, error_messages={"invalid": "Must be a user name: letters, digits, '_', '.', '-'."}

@@ -1,0 +1,225 @@
+"""Azure ML's compute YAML, as its reference documents the shapes, posted as YAML: what Dockyard stores, or refuses and why.
+
+The documents are written here from Azure ML's CLI (v2) reference for each compute type's YAML schema (field names and
+values are facts); Dockyard-only fields (a kubeconfig, a VM's address) are added only where Azure ML finds the resource
+by its Azure ID instead, and each such case says so.
+"""
+import pytest
+
+from compute.models import ComputeTarget
+from compute.tests.factories import PRIVATE_KEY, kubeconfig
+from workspaces.models import AuditEvent
+
+URL = "/api/v1/workspaces/team-a/computes/"
+SCHEMA = "https://azuremlschemas.azureedge.net/latest"
+PUBLIC_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 azureuser@example"
+VM_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"
+ARC_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Kubernetes/connectedClusters/k8s"
+
+
+def post(api, text: str):
+    return api.post(URL, text, content_type="application/yaml")
+
+
+def created(api, text: str) -> dict:
+    response = post(api, text)
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def refused(api, text: str, target: str) -> str:
+    """The 400's message at `target`; nothing is written."""
+    before = ComputeTarget.objects.count(), AuditEvent.objects.count()
+    response = post(api, text)
+    assert response.status_code == 400, response.json()
+    details = {row["target"]: row["message"] for row in response.json()["error"]["details"]}
+    assert target in details, details
+    assert (ComputeTarget.objects.count(), AuditEvent.objects.count()) == before
+    return details[target]
+
+
+# --- amlcompute (compute cluster): a record until the Karpenter backend lands ---------------------------------
+
+AML_MINIMAL = f"""\
+$schema: {SCHEMA}/amlCompute.schema.json
+name: cpu-cluster
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+"""
+
+
+def test_amlcompute_minimal_is_stored_and_says_it_runs_nothing(owner_api, workspace):
+    body = created(owner_api, AML_MINIMAL)
+    assert (body["min_instances"], body["max_instances"], body["idle_time_before_scale_down"], body["tier"]) == (0, 2, 120, "dedicated")
+    assert body["backend"].startswith("Records only: Dockyard has no compute-cluster backend yet")
+
+
+@pytest.mark.parametrize("tier, stored", [("low_priority", "low_priority"), ("LowPriority", "low_priority"),
+                                          ("dedicated", "dedicated"), ("Dedicated", "dedicated")])
+def test_amlcompute_tier_in_either_spelling(owner_api, workspace, tier, stored):
+    assert created(owner_api, AML_MINIMAL + f"tier: {tier}\n")["tier"] == stored
+
+
+def test_amlcompute_with_ssh_settings_stores_them_write_only(owner_api, workspace):
+    body = created(owner_api, AML_MINIMAL + f"""\
+ssh_public_access_enabled: true
+ssh_settings:
+  admin_username: azureuser
+  admin_password: Pa55-word-for-nodes
+  ssh_key_value: {PUBLIC_KEY}
+""")
+    assert body["ssh_settings"] == {"admin_username": "azureuser"} and body["ssh_public_access_enabled"] is True
+    assert body["secrets_set"] == ["ssh_settings.admin_password", "ssh_settings.ssh_key_value"]
+    assert "Pa55-word-for-nodes" not in str(body) and "AAAAB3Nza" not in str(body)
+    assert "ssh_settings" in body["backend"]  # what they will do, and that today nothing uses them
+    stored = ComputeTarget.objects.get(name="cpu-cluster")
+    assert stored.secrets["ssh_settings.admin_password"] == "Pa55-word-for-nodes"
+
+
+def test_amlcompute_ssh_key_must_be_the_public_one(owner_api, workspace):
+    key = "".join(f"    {line}\n" for line in PRIVATE_KEY.splitlines())
+    message = refused(owner_api, AML_MINIMAL + f"ssh_settings:\n  admin_username: azureuser\n  ssh_key_value: |\n{key}",
+                      "ssh_settings.ssh_key_value")
+    assert "private key" in message
+
+
+def test_amlcompute_with_identity_and_network_settings_is_stored(owner_api, workspace):
+    body = created(owner_api, AML_MINIMAL + """\
+location: westus
+enable_node_public_ip: false
+identity:
+  type: user_assigned
+  user_assigned_identities:
+    - resource_id: /subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id1
+network_settings:
+  vnet_name: my-vnet
+  subnet: default
+""")
+    assert body["identity"]["type"] == "user_assigned" and body["network_settings"]["subnet"] == "default"
+    assert body["location"] == "westus" and body["enable_node_public_ip"] is False
+
+
+# --- computeinstance: schedules in both time-zone forms ----------------------------------------------------------
+
+CI_MINIMAL = f"""\
+$schema: {SCHEMA}/computeInstance.schema.json
+name: minimal-example-i
+type: computeinstance
+size: STANDARD_DS3_v2
+"""
+
+CI_SCHEDULES = CI_MINIMAL + """\
+idle_time_before_shutdown_minutes: 30
+schedules:
+  compute_start_stop:
+    - action: stop
+      trigger:
+        type: cron
+        start_time: "2021-03-10T21:21:07"
+        time_zone: Pacific Standard Time
+        expression: 0 18 * * *
+    - action: start
+      state: enabled
+      trigger:
+        type: recurrence
+        frequency: week
+        interval: 1
+        start_time: "2021-03-10T21:21:07"
+        time_zone: Europe/Berlin
+        schedule:
+          hours: 8
+          minutes: 0
+          week_days: [Monday, Tuesday, Wednesday, Thursday, Friday]
+"""
+
+
+def test_computeinstance_schedules_take_windows_and_iana_time_zones(owner_api, workspace):
+    body = created(owner_api, CI_SCHEDULES)
+    stop, start = body["schedules"]["compute_start_stop"]
+    assert (stop["trigger"]["time_zone"], stop["trigger"]["time_zone_iana"]) == ("Pacific Standard Time", "America/Los_Angeles")
+    assert (start["trigger"]["time_zone"], start["trigger"]["time_zone_iana"]) == ("Europe/Berlin", "Europe/Berlin")
+    assert start["trigger"]["schedule"] == {"hours": [8], "minutes": [0],
+                                            "week_days": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]}
+    assert (body["idle_time_before_shutdown_minutes"], body["idle_time_before_shutdown"]) == (30, "PT30M")
+    assert body["backend"].startswith("Records only: Dockyard has no compute-instance backend yet")
+
+
+def test_computeinstance_idle_time_as_an_iso_duration(owner_api, workspace):
+    body = created(owner_api, CI_MINIMAL + 'idle_time_before_shutdown: "PT45M"\n')
+    assert body["idle_time_before_shutdown_minutes"] == 45
+
+
+def test_computeinstance_unknown_time_zone_is_refused_at_its_field(owner_api, workspace):
+    message = refused(owner_api, CI_SCHEDULES.replace("Pacific Standard Time", "Atlantis Standard Time"),
+                      "schedules.compute_start_stop.0.trigger.time_zone")
+    assert "not a known time zone" in message
+
+
+@pytest.mark.parametrize("field, yaml_value, words", [
+    ("setup_scripts", "\n  startup_script:\n    path: scripts/start.sh", "Setup scripts are not supported"),
+    ("custom_applications", "\n  - name: rstudio\n    type: docker", "Custom applications are not supported"),
+    ("enable_os_patching", " true", "OS patching settings are not supported"),
+    ("ssh_settings", f"\n  ssh_key_value: {PUBLIC_KEY}", "SSH settings of a compute instance are not supported"),
+])
+def test_computeinstance_fields_without_a_backend_are_refused_with_the_reason(owner_api, workspace, field, yaml_value, words):
+    assert words in refused(owner_api, CI_MINIMAL + f"{field}:{yaml_value}\n", field)
+
+
+# --- virtualmachine: Azure ML finds the VM by its resource ID; Dockyard needs its address -------------------------
+
+VM_AZURE = f"""\
+$schema: {SCHEMA}/vmCompute.schema.json
+name: vm-example
+type: virtualmachine
+resource_id: {VM_ID}
+ssh_settings:
+  admin_username: azureuser
+"""
+
+
+def test_virtualmachine_as_azure_ml_writes_it_is_refused_with_what_to_add(owner_api, workspace):
+    assert refused(owner_api, VM_AZURE + "  ssh_private_key_file: ~/.ssh/id_rsa\n", "ssh_settings.ssh_private_key_file").startswith(
+        "Send the key's contents as ssh_private_key")
+    assert "resource_id alone does not locate it" in refused(owner_api, VM_AZURE + "  admin_password: pw-123456\n", "address")
+
+
+def test_virtualmachine_with_ssh_settings_and_an_address_is_stored(owner_api, workspace):
+    key = "".join(f"    {line}\n" for line in PRIVATE_KEY.splitlines())
+    body = created(owner_api, VM_AZURE + f"  ssh_port: 22\n  ssh_private_key: |\n{key}address: 10.0.0.9\n")
+    assert (body["admin_username"], body["ssh_port"], body["secrets_set"], body["resource_id"]) == ("azureuser", 22, ["ssh_private_key"], VM_ID)
+    assert body["backend"].startswith("Records only: Dockyard does not run jobs over SSH yet")
+
+
+# --- kubernetes: attached by kubeconfig ----------------------------------------------------------------------------
+
+K8S_AZURE = f"""\
+$schema: {SCHEMA}/kubernetesCompute.schema.json
+name: k8s-compute
+type: Kubernetes
+resource_id: {ARC_ID}
+namespace: default
+identity:
+  type: SystemAssigned
+"""
+
+
+def test_kubernetes_by_azure_resource_id_is_refused_with_the_reason(owner_api, workspace):
+    message = refused(owner_api, K8S_AZURE, "resource_id")
+    assert "attach it with its kubeconfig" in message
+
+
+def test_kubernetes_with_a_kubeconfig_is_stored_and_runs_work(owner_api, workspace):
+    config = "".join(f"  {line}\n" for line in kubeconfig().splitlines())
+    body = created(owner_api, f"name: k8s-compute\ntype: Kubernetes\nnamespace: ml\nnode_selector:\n  pool: gpu\nkubeconfig: |\n{config}")
+    assert (body["type"], body["namespace"], body["node_selector"], body["backend"]) == ("kubernetes", "ml", {"pool": "gpu"}, None)
+    assert body["secrets_set"] == ["kubeconfig"]
+
+
+def test_kubernetes_identity_is_refused_with_the_reason(owner_api, workspace):
+    config = "".join(f"  {line}\n" for line in kubeconfig().splitlines())
+    message = refused(owner_api, f"name: k8s-compute\ntype: kubernetes\nidentity:\n  type: SystemAssigned\nkubeconfig: |\n{config}",
+                      "identity")
+    assert "never with an Azure managed identity" in message

@@ -288,7 +288,12 @@ def body_yaml(compute_type: str, body: dict, secrets_set=()) -> str:
     """The body as the YAML file the CLI and REST accept; secrets (given or stored) show as <hidden>."""
     secret_fields = SERIALIZERS[compute_type].secret_fields
     shown = {key: HIDDEN if key in secret_fields else value for key, value in body.items()}
-    shown.update({key: HIDDEN for key in secrets_set})
+    for key in secrets_set:
+        parent, _, child = key.rpartition(".")  # a nested secret (ssh_settings.admin_password) shows in its mapping
+        if parent:
+            shown[parent] = {**(shown.get(parent) or {}), child: HIDDEN}
+        else:
+            shown[key] = HIDDEN
     return yaml.safe_dump(shown, sort_keys=False, allow_unicode=True, width=100)
 
 

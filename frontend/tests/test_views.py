@@ -249,6 +249,27 @@ def test_schedule_row_becomes_a_recurrence(owner_client, workspace):
     assert schedule["trigger"]["frequency"] == "week" and schedule["trigger"]["time_zone"] == "Europe/Berlin"
 
 
+def test_a_windows_time_zone_shows_with_its_iana_name_and_the_record_says_it_runs_nothing(owner_client, workspace):
+    form = {**VALID_FORMS["computeinstance"][0], "schedule_action": "stop", "schedule_time": "19:30",
+            "schedule_time_zone": "Pacific Standard Time"}
+    assert owner_client.post("/w/team-a/compute/new/computeinstance/", form).status_code == 302
+    (schedule,) = ComputeTarget.objects.get(name="ci-1").properties["schedules"]["compute_start_stop"]
+    assert schedule["trigger"]["time_zone"] == "Pacific Standard Time"  # stored as written
+    body = owner_client.get("/w/team-a/compute/ci-1/").content.decode()
+    zone = re.search(r"<td data-time-zone>(.*?)</td>", body, re.S).group(1)
+    assert "Pacific Standard Time" in zone and "(America/Los_Angeles)" in zone
+    assert "Records only: Dockyard has no compute-instance backend yet" in re.search(r"data-backend>(.*?)</div>", body, re.S).group(1)
+
+
+def test_amlcompute_ssh_secrets_show_hidden_in_their_mapping_of_the_yaml(owner_client, owner, workspace):
+    compute_create(user=owner, workspace=workspace, data={
+        "name": "cpu", "type": "amlcompute", "ssh_settings": {"admin_username": "azureuser", "admin_password": "Pa55-word-x"}})
+    body = owner_client.get("/w/team-a/compute/cpu/").content.decode()
+    shown = yaml.safe_load(re.search(r'<pre class="yaml mb-0"><code>(.*?)</code>', body, re.S).group(1).replace("&lt;", "<").replace("&gt;", ">"))
+    assert shown["ssh_settings"] == {"admin_username": "azureuser", "admin_password": "<hidden>"}
+    assert "Pa55-word-x" not in body
+
+
 def test_kubeconfig_may_come_as_a_file(owner_client, workspace):
     from django.core.files.uploadedfile import SimpleUploadedFile
 

@@ -145,7 +145,7 @@ def detail(request, ws, name):
         can_delete=context["perms"]["manage"] and compute.provisioning_state != ProvisioningState.DELETING,
         nav="compute", compute=compute, tab=tab, tab_label=TAB_LABELS[tab], type_label=ComputeType(compute.type).label,
         secrets=[(key, key in compute.secret_fields) for key in SERIALIZERS[compute.type].secret_fields],
-        yaml=compute_form.body_yaml(compute.type, body, compute.secret_fields),
+        yaml=compute_form.body_yaml(compute.type, body, compute.secret_fields), backend=capabilities.RECORD_ONLY.get(compute.type),
     )
     if compute.type == ComputeType.KUBERNETES:
         return clusters.page(request, context, compute, "overview")

@@ -223,3 +223,15 @@ def test_kubernetes_identity_is_refused_with_the_reason(owner_api, workspace):
     message = refused(owner_api, f"name: k8s-compute\ntype: kubernetes\nidentity:\n  type: SystemAssigned\nkubeconfig: |\n{config}",
                       "identity")
     assert "never with an Azure managed identity" in message
+
+
+def test_work_sent_to_a_record_only_compute_is_refused_with_the_reason_not_queued(owner_api, workspace):
+    created(owner_api, AML_MINIMAL)
+    job = "command: echo hello\nenvironment:\n  image: python:3.11-slim\ncompute: azureml:cpu-cluster\n"
+    response = owner_api.post("/api/v1/workspaces/team-a/jobs/", job, content_type="application/yaml")
+    assert response.status_code == 400, response.json()
+    assert "without a backend here yet" in response.json()["error"]["details"][0]["message"]
+    endpoint = "name: fraud\nauth_mode: key\ncompute: azureml:cpu-cluster\n"
+    response = owner_api.post("/api/v1/workspaces/team-a/online-endpoints/", endpoint, content_type="application/yaml")
+    assert response.status_code == 400, response.json()
+    assert "run on kubernetes computes or local" in response.json()["error"]["details"][0]["message"]

@@ -19,21 +19,20 @@ LABEL_CHARS = "letters, digits, '-', '_' or '.', starting and ending with a lett
 
 def dns_label_problem(value: str) -> str | None:
     """IsDNS1123Label: namespaces, workspace names, most object names with a hostname."""
-    if len(value) > DNS_LABEL_MAX:
-        return f"'{_short(value)}' is longer than {DNS_LABEL_MAX} characters."
-    if not DNS_LABEL.fullmatch(value):
-        return f"'{_short(value)}' must be lowercase letters, digits and '-', starting and ending with a letter or digit."
-    return None
+    return _problem(value, DNS_LABEL_MAX, DNS_LABEL, "lowercase letters, digits and '-', starting and ending with a "
+                                                     "letter or digit")
 
 
 def dns_subdomain_problem(value: str) -> str | None:
     """IsDNS1123Subdomain: most object names, label-key prefixes."""
-    if len(value) > DNS_SUBDOMAIN_MAX:
-        return f"'{_short(value)}' is longer than {DNS_SUBDOMAIN_MAX} characters."
-    if not DNS_SUBDOMAIN.fullmatch(value):
-        return (f"'{_short(value)}' must be lowercase letters, digits, '-' and '.', each dot-separated part starting and "
-                "ending with a letter or digit.")
-    return None
+    return _problem(value, DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN, "lowercase letters, digits, '-' and '.', each "
+                                                             "dot-separated part starting and ending with a letter or digit")
+
+
+def _problem(value: str, limit: int, pattern: re.Pattern, alphabet: str) -> str | None:
+    if len(value) > limit:
+        return f"'{_short(value)}' is longer than {limit} characters."
+    return None if pattern.fullmatch(value) else f"'{_short(value)}' must be {alphabet}."
 
 
 def label_key_problem(key: str) -> str | None:

@@ -97,6 +97,9 @@ def test_attach_and_shape_a_kubernetes_cluster(transactional_db, django_user_mod
     expect(page.locator("tr[data-node]")).to_have_count(3)
     expect(page.locator('tr[data-node="gpu-node-0"]')).to_contain_text("4 GPUs")
     screenshot(page, "k8s-04-nodes")
+    page.locator(".hub-tabs").get_by_role("link", name=re.compile("Overview")).click()
+    expect(page.locator("[data-nodes-read]")).to_contain_text("nodes last changed")  # the last read, and the last change
+    screenshot(page, "k8s-04b-nodes-read")
 
     # A new instance type from the form: an error next to its field first, the CR preview as typed
     page.locator(".hub-tabs").get_by_role("link", name=re.compile("Instance types")).click()

@@ -132,3 +132,19 @@ def placement(job) -> str:
 def status_alert(status: str) -> str:
     """The alert colour of a status reason worth stopping at (failed, waiting); "" for the rest, shown as plain text."""
     return {JobStatus.FAILED: "danger", JobStatus.QUEUED: "warning"}.get(status, "")
+
+
+@register.filter
+def schedule_when(trigger: dict) -> str:
+    """A start/stop trigger in words: `cron 0 18 * * *`, or `every week at 19:30 on Monday, Friday`."""
+    if trigger.get("type") == "cron":
+        return f"cron {trigger.get('expression', '')}"
+    interval, frequency = trigger.get("interval", 1), trigger.get("frequency", "")
+    text = f"every {frequency}" if interval == 1 else f"every {interval} {frequency}s"
+    schedule = trigger.get("schedule") or {}
+    times = [f"{hour:02d}:{minute:02d}" for hour in schedule.get("hours", []) for minute in schedule.get("minutes", [])]
+    if times:
+        text += " at " + ", ".join(times)
+    if schedule.get("week_days"):
+        text += " on " + ", ".join(schedule["week_days"])
+    return text

@@ -258,6 +258,7 @@ def test_a_windows_time_zone_shows_with_its_iana_name_and_the_record_says_it_run
     body = owner_client.get("/w/team-a/compute/ci-1/").content.decode()
     zone = re.search(r"<td data-time-zone>(.*?)</td>", body, re.S).group(1)
     assert "Pacific Standard Time" in zone and "(America/Los_Angeles)" in zone
+    assert re.search(r"<td data-when>(.*?)</td>", body, re.S).group(1) == "every day at 19:30"
     assert "Records only: Dockyard has no compute-instance backend yet" in re.search(r"data-backend>(.*?)</div>", body, re.S).group(1)
 
 

@@ -73,6 +73,7 @@ def test_studio_flow(transactional_db, django_user_model, eager_reconcile, page,
     page.get_by_label("Idle shutdown after (minutes)").fill("60")
     page.get_by_label("Schedule action").select_option("stop")
     page.get_by_label("Time", exact=True).fill("19:30")
+    page.get_by_label("Time zone").fill("Pacific Standard Time")  # a Windows name, as Azure ML's list has it
     for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"):
         page.locator(f"label[for=id_schedule_{day}]").click()
     expect(page.locator("#yaml-preview")).to_contain_text("week_days:")
@@ -134,7 +135,11 @@ def test_studio_flow(transactional_db, django_user_model, eager_reconcile, page,
 
     page.get_by_role("link", name="cpu-cluster").click()
     expect(page.get_by_role("heading", name="cpu-cluster")).to_be_visible()
+    expect(page.locator("[data-backend]")).to_contain_text("Records only: Dockyard has no compute-cluster backend yet")
     screenshot(page, "12-cluster-details")
+    page.goto(page.url.replace("/cpu-cluster/", "/ci-dev/"))
+    expect(page.locator("[data-time-zone]")).to_contain_text("Pacific Standard Time (America/Los_Angeles)")
+    screenshot(page, "12b-instance-details")
 
     page.locator(".sidenav").get_by_role("link", name="Events").click()
     expect(page.locator("tr[data-event]")).to_have_count(6)

@@ -15,6 +15,20 @@ from ..models import ComputeTarget, validate_compute_name
 # Fields of Azure ML's YAML that Dockyard keeps as given without acting on them, so files load unchanged.
 KEPT_AS_GIVEN = ("location", "identity", "network_settings", "enable_node_public_ip", "ssh_public_access_enabled")
 IGNORED = ("$schema",)
+# Azure ML's identity types; its schema reads them in snake case from any spelling (SystemAssigned, system_assigned).
+IDENTITY_TYPES = ("system_assigned", "user_assigned", "none", "system_assigned,user_assigned")
+
+
+def canonical_identity(identity: object) -> dict:
+    """An identity kept as given, its `type` in Azure ML's canonical spelling; 400 at identity.type when unknown."""
+    if not isinstance(identity, dict):
+        raise serializers.ValidationError({"identity": ["identity must be a mapping with a type."]})
+    if "type" not in identity:
+        return identity
+    canonical = enum_choice(identity["type"], IDENTITY_TYPES)
+    if canonical is None:
+        raise serializers.ValidationError({"identity.type": [f"One of: {', '.join(IDENTITY_TYPES)} (any case)."]})
+    return {**identity, "type": canonical}
 
 
 def django_rule(check):
@@ -91,6 +105,8 @@ class ComputeSerializer(serializers.Serializer):
         unknown = sorted(key for key in data if key not in known)
         if unknown:
             raise serializers.ValidationError({key: [f"Unknown field for type '{self.compute_type}'."] for key in unknown})
+        if "identity" in data and "identity" in self.kept_as_given:
+            data["identity"] = canonical_identity(data["identity"])
         validated = super().to_internal_value(data)
         validated.update({key: data[key] for key in self.kept_as_given if key in data})
         return validated

@@ -86,6 +86,17 @@ def test_amlcompute_ssh_key_must_be_the_public_one(owner_api, workspace):
     assert "private key" in message
 
 
+@pytest.mark.parametrize("written, stored", [("SystemAssigned", "system_assigned"), ("user_assigned", "user_assigned"),
+                                             ("SystemAssigned,UserAssigned", "system_assigned,user_assigned")])
+def test_amlcompute_identity_type_in_any_spelling(owner_api, workspace, written, stored):
+    body = created(owner_api, AML_MINIMAL + f"identity:\n  type: {written}\n")
+    assert body["identity"] == {"type": stored}
+
+
+def test_amlcompute_unknown_identity_type_is_refused(owner_api, workspace):
+    assert "system_assigned" in refused(owner_api, AML_MINIMAL + "identity:\n  type: Borrowed\n", "identity.type")
+
+
 def test_amlcompute_with_identity_and_network_settings_is_stored(owner_api, workspace):
     body = created(owner_api, AML_MINIMAL + """\
 location: westus

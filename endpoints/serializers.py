@@ -3,9 +3,9 @@ from rest_framework import serializers
 
 from .models import OnlineDeployment, OnlineEndpoint
 
-DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "model", "model_mount_path", "code_configuration", "environment",
+DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "type", "model", "code_configuration", "environment",
                           "environment_variables", "liveness_probe", "readiness_probe", "request_settings",
-                          "scale_settings", "app_insights_enabled", "data_collector")
+                          "scale_settings", "app_insights_enabled")
 
 
 def scoring_uri(endpoint: OnlineEndpoint, request=None) -> str:
@@ -35,7 +35,8 @@ def deployment_as_dict(deployment: OnlineDeployment, detail: bool = False) -> di
     body = {
         "name": deployment.name, "endpoint_name": deployment.endpoint.name if detail else spec.get("endpoint_name"),
         **{key: spec[key] for key in DEPLOYMENT_SPEC_FIELDS if key in spec},
-        "instance_type": deployment.instance_type, "instance_count": deployment.instance_count,
+        # a local deployment has no instance type (its process runs on the Dockyard host): null, as the studio shows
+        "instance_type": deployment.instance_type or None, "instance_count": deployment.instance_count,
         "resources": deployment.resources,
         "provisioning_state": deployment.provisioning_state, "provisioning_errors": deployment.provisioning_errors,
         "status": deployment.status,

@@ -42,7 +42,7 @@ DEPLOYMENT_FIELDS = (
     Field("scoring_script", "Scoring script", required=True, initial="score.py",
           help="Relative to the code folder; it defines init() and run(raw_data)."),
     Field("model", "Model path", help="Optional: a file or folder, given to the script as AZUREML_MODEL_DIR."),
-    Field("image", "Environment image", help="The container image, required on Kubernetes (local deployments ignore it), e.g. "
+    Field("image", "Environment image", help="The container image, required on Kubernetes (not for local deployments: they run in a venv), e.g. "
                                              "mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest."),
     Field("venv", "Python venv", help="Local only: the venv the server runs in, with azureml-inference-server-http "
                                       "(filled in: the one this server provides)."),
@@ -70,6 +70,7 @@ FIELD_OF_PREFIX = (
     ("model", "model"),
     *((f"resources.{section}.{key}", name) for name, (section, key) in RESOURCE_FIELDS.items()),
     ("resources.requests", "requests_cpu"),
+    ("resources", "requests_cpu"),  # a local deployment's resources, refused as a whole
     ("instance_type", "instance_type"),
     ("instance_count", "instance_count"),
     ("name", "name"),
@@ -203,8 +204,8 @@ def shape_label(row: dict) -> str:
 def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
     """The instance types a deployment of this endpoint can name, and what leaving the field empty means."""
     if endpoint.compute_id is None:
-        return [("", "none (local)")], ("A local deployment runs on the worker's host; its resources, if given, are "
-                                        f"checked against {DEFAULT_INSTANCE_TYPE}.")
+        return [("", "none (local)")], ("A local deployment runs as a process on the worker's host: it has no instance "
+                                        "type and no resource limits (leave resources out).")
     rows = instance_type_list(compute=endpoint.compute)
     default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
     choices = [("", f"{DEFAULT_INSTANCE_TYPE} ({shape_label(default)})" if default else DEFAULT_INSTANCE_TYPE)]
@@ -279,7 +280,9 @@ def spec_document(deployment) -> dict:
     for key in ("description", "model", "code_configuration", "environment", "environment_variables"):
         if spec.get(key) not in (None, "", {}, []):
             body[key] = spec[key]
-    body.update(instance_type=deployment.instance_type, instance_count=deployment.instance_count)
+    if deployment.instance_type:  # a local deployment has none (the API shows null)
+        body["instance_type"] = deployment.instance_type
+    body["instance_count"] = deployment.instance_count
     for key in ("resources", "scale_settings", "request_settings", "liveness_probe", "readiness_probe"):
         if spec.get(key) not in (None, {}):
             body[key] = spec[key]

@@ -54,7 +54,7 @@ def create_endpoint(api, name: str) -> dict[str, str]:
 def create_deployment(api, endpoint: str, name: str, code: Path | None = None, **env: str) -> None:
     code = code or Path(settings.DOCKYARD_LOCAL_PATHS[0]) / "adder"
     body = {"name": name, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused-locally"}, "environment_variables": {"DEPLOYMENT_NAME": name, **env}}
+            "environment_variables": {"DEPLOYMENT_NAME": name, **env}}
     response = api.post(f"{BASE}/{endpoint}/deployments/", body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["provisioning_state"] == "Creating"

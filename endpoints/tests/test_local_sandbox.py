@@ -87,7 +87,7 @@ def deploy(api, code: Path | str, name: str = "blue", **extra) -> dict:
         KEYS["probe"] = response.json()["keys"]["primaryKey"]
         reconcile.reconcile_endpoint(OnlineEndpoint.objects.select_related("workspace").get(name="probe"))
     body = {"name": name, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused"}, **extra}
+            **extra}
     response = api.post(f"{BASE}/probe/deployments/", body, format="json")
     assert response.status_code == 201, response.json()
     return response.json()
@@ -203,7 +203,7 @@ def test_code_or_model_outside_the_shared_folders_is_refused(owner_api, where, t
                    "symlink-out": (folders / "adder", folders / "link")}[where]
     deploy(owner_api, folders / "adder")  # (the endpoint, and a deployment that is fine)
     body = {"name": "bad", "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused"}, **({"model": {"path": str(model)}} if model else {})}
+            **({"model": {"path": str(model)}} if model else {})}
     response = owner_api.post(f"{BASE}/probe/deployments/", body, format="json")
     error = assert_error(response, 400, "InvalidDeployment", "model.path" if model else "code_configuration.code")
     assert "DOCKYARD_LOCAL_PATHS" in error["message"], error

@@ -188,7 +188,8 @@ def _crashed(deployment: OnlineDeployment, process: runner.Process, why: str = "
     detail = _crash_detail(process)
     if restarts >= CRASHES_BEFORE_FAILED:
         deployment.runner = {"restarts": restarts, "crashed_at": time.time(), "stopped": True, "generation": deployment.generation}
-        deployment.save(update_fields=["runner", "updated_at"])
+        deployment.heartbeat_at = None  # no chain watches it now: the change that ends the stop starts a new one
+        deployment.save(update_fields=["runner", "heartbeat_at", "updated_at"])
         reason = f"The server {why} ({restarts} times in a row) and was stopped until the deployment changes.{detail}"
         record_status(deployment, ProvisioningState.FAILED, [problem("CrashLoop", reason)],
                       status=_status(deployment, "Failed", 0, reason))

@@ -214,7 +214,7 @@ def test_cards_show_state_instance_type_replicas_restarts_and_reason(client_as, 
         reason="The server exited with code 1 and is restarted (restart 2).")
     body = text(client_as("reader").get(EP))
     blue = card_of(body, "blue")
-    assert 'data-state="Updating"' in blue and "none — local runs on the worker's host" in blue
+    assert 'data-state="Updating"' in blue and "none (local) — the server runs on the worker's host" in blue
     assert "<strong>0</strong> / 1 ready" in blue and "<th>Restarts</th><td>2</td>" in blue
     assert "restarted (restart 2)" in blue and f"in {ADDER}" in blue and ">score.py<" in blue
     assert "<th>Resources</th><td class=\"small\">—</td>" in blue  # a local process is not limited

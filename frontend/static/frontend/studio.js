@@ -87,8 +87,9 @@ function trafficChanged(form) {
   if (form.hasAttribute("data-traffic-changed")) return true; // a refused post: the sliders show what was posted
   const fields = [...form.querySelectorAll("[data-traffic-slider], #mirror-percent")];
   const select = form.querySelector("#mirror-deployment");
-  return fields.some((field) => field.value !== field.defaultValue) ||
-    [...(select?.options || [])].some((option) => option.selected !== option.defaultSelected);
+  // a select with no `selected` option starts on its first one
+  const initial = select && ([...select.options].find((option) => option.defaultSelected) || select.options[0]);
+  return fields.some((field) => field.value !== field.defaultValue) || Boolean(select && select.value !== initial?.value);
 }
 
 function showTraffic(form) {

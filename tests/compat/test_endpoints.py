@@ -161,16 +161,11 @@ def test_a_gpu_deployment_may_use_all_of_its_one_gpu_instance_type(owner_api, en
     """Azure ML's GPU example gives `nvidia.com/gpu: 1` on a 1-GPU instance type: GPUs may equal the type's."""
     response = post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", deployment_yaml("""
         resources:
-          requests:
-            cpu: "1"
-            memory: 4Gi
-          limits:
-            cpu: "2"
-            memory: 8Gi
-            nvidia.com/gpu: 1
+          requests: {cpu: "1", memory: 3Gi}
+          limits: {cpu: "3", memory: 12Gi, nvidia.com/gpu: 1}
         """, instance_type="gpuone"))
     assert response.status_code == 201, response.json()
-    assert response.json()["resources"]["limits"] == {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": 1}
+    assert response.json()["resources"]["limits"] == {"cpu": "3", "memory": "12Gi", "nvidia.com/gpu": 1}
 
 
 def test_a_gpu_limit_above_the_instance_types_is_refused_and_cpu_keeps_its_headroom(owner_api, endpoint):

@@ -53,7 +53,7 @@ DEPLOYMENT_FIELDS = (
     Field("requests_memory", "Memory", help="A number and a unit: 512Mi, 2Gi."),
     Field("limits_cpu", "CPU", help="Less than the instance type's."),
     Field("limits_memory", "Memory", help="Less than the instance type's."),
-    Field("limits_gpu", "GPUs", "int", help="nvidia.com/gpu, whole GPUs."),
+    Field("limits_gpu", "GPUs", "int", help="nvidia.com/gpu, whole GPUs, up to the instance type's."),
 )
 DEPLOYMENT_FIELD_NAMES = {spec.name for spec in DEPLOYMENT_FIELDS}
 RESOURCE_FIELDS = {
@@ -86,6 +86,15 @@ environment:
   image: mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest
 instance_type: defaultinstancetype
 instance_count: 1
+"""
+# A local deployment runs in a venv on the worker's host: no image, no instance type (they would be refused).
+LOCAL_YAML_EXAMPLE = f"""$schema: {DEPLOYMENT_SCHEMA}
+name: blue
+model:
+  path: /srv/models/model
+code_configuration:
+  code: /srv/onlinescoring
+  scoring_script: score.py
 """
 
 

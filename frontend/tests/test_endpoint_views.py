@@ -380,6 +380,8 @@ def test_the_form_starts_with_the_venv_a_local_server_runs_in_and_its_yaml(clien
     body = text(client_as("contributor").get(f"{EP}deployments/new/form/"))
     assert f'value="{settings.DOCKYARD_INFERENCE_VENV}"' in field_block(body, "venv")
     assert "none (local)" in field_block(body, "instance_type")
+    # what a local deployment cannot take is not offered: no image, no resources
+    assert 'id="id_image"' not in body and 'id="id_requests_cpu"' not in body and 'id="id_limits_gpu"' not in body
     preview = yaml.safe_load(html.unescape(re.search(r'<code id="yaml-preview">(.*?)</code>', body, re.S).group(1)))
     assert preview["endpoint_name"] == "adder" and preview["environment"] == {"venv": str(settings.DOCKYARD_INFERENCE_VENV)}
     assert preview["code_configuration"] == {"code": "", "scoring_script": "score.py"}

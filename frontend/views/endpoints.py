@@ -386,7 +386,7 @@ def deployment_paste(request, ws, name):
         else:
             messages.success(request, f"Deployment {deployment.name} added.")
             return redirect(endpoint_url(ws, name))
-    context.update(mode="yaml", yaml_text=text, yaml_errors=errors, example=forms.YAML_EXAMPLE)
+    context.update(mode="yaml", yaml_text=text, yaml_errors=errors, example=forms.LOCAL_YAML_EXAMPLE if context["local"] else forms.YAML_EXAMPLE)
     return render(request, "frontend/endpoints/deployment_form.html", context)
 
 

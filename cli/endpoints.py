@@ -28,6 +28,9 @@ KEY_TYPES = ("primary", "secondary")
 KEY_FIELDS = ("primaryKey", "secondaryKey")
 
 
+LOCAL_INSTANCE_TYPE = "none (local)"
+
+
 def online_kind(body: dict) -> str | None:
     """`online-endpoint`, `online-deployment`, or None for a document that is neither."""
     schema = str(body.get("$schema") or "").lower()
@@ -142,6 +145,11 @@ def shown_keys(body: dict) -> dict[str, str]:
     """The keys an answer shows (once): `keys: {primaryKey, secondaryKey}` on create, `primaryKey` on regenerate."""
     keys = body.get("keys") if isinstance(body.get("keys"), dict) else body
     return {field: keys[field] for field in KEY_FIELDS if isinstance(keys.get(field), str) and keys[field]}
+
+
+def instance_type_cell(row: dict) -> str:
+    """A deployment's instance type; a local one has none (the API says null) and the studio says so too."""
+    return row.get("instance_type") or LOCAL_INSTANCE_TYPE
 
 
 def ready_cell(row: dict) -> str | None:

@@ -3,9 +3,9 @@ from rest_framework import serializers
 
 from .models import OnlineDeployment, OnlineEndpoint
 
-DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "model", "model_mount_path", "code_configuration", "environment",
+DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "type", "model", "code_configuration", "environment",
                           "environment_variables", "liveness_probe", "readiness_probe", "request_settings",
-                          "scale_settings", "app_insights_enabled", "data_collector")
+                          "scale_settings", "app_insights_enabled")
 
 
 def scoring_uri(endpoint: OnlineEndpoint, request=None) -> str:
@@ -35,7 +35,8 @@ def deployment_as_dict(deployment: OnlineDeployment, detail: bool = False) -> di
     body = {
         "name": deployment.name, "endpoint_name": deployment.endpoint.name if detail else spec.get("endpoint_name"),
         **{key: spec[key] for key in DEPLOYMENT_SPEC_FIELDS if key in spec},
-        "instance_type": deployment.instance_type, "instance_count": deployment.instance_count,
+        # a local deployment has no instance type (its process runs on the Dockyard host): null, as the studio shows
+        "instance_type": deployment.instance_type or None, "instance_count": deployment.instance_count,
         "resources": deployment.resources,
         "provisioning_state": deployment.provisioning_state, "provisioning_errors": deployment.provisioning_errors,
         "status": deployment.status,
@@ -53,7 +54,8 @@ class OnlineEndpointSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="3–32 letters, digits or '-', starting with a letter.")
     description = serializers.CharField(required=False)
     tags = serializers.DictField(child=serializers.CharField(), required=False)
-    auth_mode = serializers.ChoiceField(choices=["key", "aml_token"], default="key")
+    auth_mode = serializers.CharField(default="key", help_text="key or aml_token, in any case Azure ML reads (Key, AMLToken).")
+    public_network_access = serializers.CharField(required=False, help_text="enabled only (no private endpoints).")
     compute = serializers.CharField(help_text="'local' or 'azureml:<kubernetes compute>'.")
     traffic = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=100), required=False,
                                     help_text="deployment → percent; totals 0 or 100; names existing deployments.")
@@ -83,17 +85,20 @@ class OnlineDeploymentSerializer(serializers.Serializer):
 
     name = serializers.CharField()
     endpoint_name = serializers.CharField(required=False)
+    type = serializers.CharField(required=False, help_text="kubernetes (any case, as Azure ML reads it); managed is refused on Kubernetes.")
     model = serializers.JSONField(required=False, help_text="a path, or {path, type: custom_model|mlflow_model}.")
     code_configuration = serializers.DictField(required=False, allow_null=True, help_text="{code, scoring_script}; null for an MLflow model")
     environment = serializers.DictField(help_text="{image} on Kubernetes; {venv} optional for local.")
     environment_variables = serializers.DictField(child=serializers.CharField(), required=False)
-    instance_type = serializers.CharField(required=False, help_text="defaultinstancetype when omitted.")
+    instance_type = serializers.CharField(required=False, allow_null=True,
+                                          help_text="defaultinstancetype when omitted; null on a local deployment (it has none).")
     instance_count = serializers.IntegerField(required=False, min_value=1, default=1)
     resources = serializers.DictField(required=False, help_text="{requests: {cpu, memory}, limits: {cpu, memory, nvidia.com/gpu}}")
     liveness_probe = serializers.DictField(required=False)
     readiness_probe = serializers.DictField(required=False)
     request_settings = serializers.DictField(required=False)
     scale_settings = serializers.DictField(required=False)
+    app_insights_enabled = serializers.BooleanField(required=False, help_text="stored only: nothing is sent to Application Insights.")
     provisioning_state = serializers.CharField(read_only=True)
     provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
     status = serializers.DictField(read_only=True)

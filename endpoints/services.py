@@ -18,7 +18,7 @@ from workspaces.models import Workspace
 
 from . import keys
 from .models import OnlineDeployment, OnlineEndpoint
-from .spec import SpecErrors, check_traffic, parse_deployment, parse_endpoint, resolve_resources
+from .spec import SpecErrors, check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
 
 ENDPOINT_EDITABLE = ("description", "tags", "auth_mode", "traffic", "mirror_traffic")
 DEPLOYMENT_FIXED = ("name", "endpoint_name")
@@ -164,13 +164,7 @@ def endpoint_regenerate_key(*, user, endpoint: OnlineEndpoint, key_type: str) ->
 
 
 def _shape(endpoint: OnlineEndpoint, name: str | None) -> tuple[shapes.Shape, dict]:
-    """The instance type a deployment runs on (the default when none is named) and the effective node selector."""
-    if endpoint.compute is None:
-        if name and name != shapes.DEFAULT_NAME:
-            raise _invalid([("instance_type", "A local deployment has no instance types (it runs on the worker's host); "
-                                              "leave instance_type out: its resources are checked against defaultinstancetype.")],
-                           "InvalidDeployment")
-        return shapes.DEFAULT_SHAPE, {}
+    """The instance type a Kubernetes deployment runs on (the default when none is named) and the effective node selector."""
     row = instance_type_get(compute=endpoint.compute, name=name or shapes.DEFAULT_NAME)
     if row is None:
         known = ", ".join(item["name"] for item in instance_type_list(compute=endpoint.compute))
@@ -244,20 +238,27 @@ def _with_model_type(body: object) -> object:
     return body
 
 
-def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, shapes.Shape, dict]:
+def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, str, dict]:
+    """The parsed spec, the instance type's name and the container's resources (none for a local deployment)."""
     try:
         spec = parse_deployment(_with_model_type(body), endpoint.name)
     except SpecErrors as exc:
         raise _invalid(exc.errors, "InvalidDeployment") from None
-    shape, _ = _shape(endpoint, spec["instance_type"])
-    resources, errors = resolve_resources(spec["resources"], shape, _is_mlflow(spec))
-    if endpoint.compute is None:
-        errors += _local_problems(spec)
-    elif not (spec.get("environment") or {}).get("image"):
-        errors.append(("environment.image", "A Kubernetes deployment runs in a container: environment.image is required."))
+    local = endpoint.compute is None
+    errors = target_errors(spec, local)
+    if local:
+        errors = errors or _local_problems(spec)
+        shape_name, resources = "", {}
+    else:
+        shape, _ = _shape(endpoint, spec["instance_type"])
+        shape_name = shape.name
+        resources, resource_errors = resolve_resources(spec["resources"], shape, _is_mlflow(spec))
+        errors += resource_errors
+        if not (spec.get("environment") or {}).get("image"):
+            errors.append(("environment.image", "A Kubernetes deployment runs in a container: environment.image is required."))
     if errors:
         raise _invalid(errors, "InvalidDeployment")
-    return spec, shape, resources
+    return spec, shape_name, resources
 
 
 @transaction.atomic
@@ -265,16 +266,16 @@ def deployment_create(*, user, endpoint: OnlineEndpoint, data: dict) -> OnlineDe
     """Add a deployment to an endpoint, validated by the seed's rules against its instance type."""
     if endpoint.provisioning_state == ProvisioningState.DELETING:
         raise Conflict(f"Online endpoint '{endpoint.name}' is being deleted.")
-    spec, shape, resources = _validated_deployment(endpoint, data)
+    spec, instance_type, resources = _validated_deployment(endpoint, data)
     if OnlineDeployment.objects.filter(endpoint=endpoint, name=spec["name"]).exists():
         raise Conflict(f"Endpoint '{endpoint.name}' already has a deployment named '{spec['name']}'.")
     deployment = OnlineDeployment.objects.create(
-        endpoint=endpoint, name=spec["name"], spec=spec, instance_type=shape.name, resources=resources,
+        endpoint=endpoint, name=spec["name"], spec=spec, instance_type=instance_type, resources=resources,
         instance_count=spec["instance_count"], created_by=user,
     )
     audit_record(actor=user, action=AuditAction.CREATE, target_type="online-deployment",
                  target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace,
-                 changes={"instance_type": [None, shape.name], "instance_count": [None, deployment.instance_count]})
+                 changes={"instance_type": [None, instance_type or None], "instance_count": [None, deployment.instance_count]})
     _enqueue("reconcile_deployment", deployment.pk)
     return deployment
 
@@ -296,11 +297,11 @@ def deployment_update(*, user, deployment: OnlineDeployment, patch: dict) -> Onl
     if "resources" in patch and patch["resources"] == deployment.resources:
         patch = {key: value for key, value in patch.items() if key != "resources"}  # a GET body sent back as it was
     body = {**deployment.spec, **patch}
-    spec, shape, resources = _validated_deployment(endpoint, body)
+    spec, instance_type, resources = _validated_deployment(endpoint, body)
     changes = changed_fields(deployment.spec, spec)
     if not changes:
         return deployment
-    deployment.spec, deployment.instance_type, deployment.resources = spec, shape.name, resources
+    deployment.spec, deployment.instance_type, deployment.resources = spec, instance_type, resources
     deployment.instance_count = spec["instance_count"]
     deployment.generation += 1
     deployment.provisioning_state = ProvisioningState.UPDATING

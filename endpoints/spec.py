@@ -1,8 +1,14 @@
 """Azure ML online endpoint / Kubernetes online deployment YAML → validated specs, with the seed's rules (pure).
 
 The resource rules are the instance-types page's: requests cpu and memory required and non-zero, memory at least
-1 MB, limits optional unless a GPU is asked for, GPUs whole numbers and only under limits, every limit strictly below
-the instance type's (the default instance type's when none is named), MLflow models at least 2 CPU and 4 GB.
+1 MB, limits optional unless a GPU is asked for, GPUs whole numbers and only under limits, cpu and memory limits
+strictly below the instance type's (headroom for the server's own processes) and GPU limits up to and including it (a
+whole device no side process uses), against the default instance type when none is named; MLflow models at least 2
+CPU and 4 GB.
+
+Enum values are read as Azure ML's SDK reads them: `auth_mode`, `scale_settings.type` and the deployment's `type` through
+its camel-to-snake transform (`Key` → `key`, `AMLToken` → `aml_token`, `TargetUtilization` → `target_utilization`),
+`model.type` and the network-access switches lower-cased; the canonical value is stored.
 """
 import math
 import re
@@ -19,19 +25,94 @@ MIN_MEMORY = 10**6  # "1 MB"
 INT32_MAX = 2**31 - 1
 MLFLOW_MIN_MILLICORES, MLFLOW_MIN_MEMORY = 2000, 4 * 10**9  # "2 CPU cores and 4 GB"
 PROBE_DEFAULTS = {"period": 10, "initial_delay": 10, "timeout": 2, "success_threshold": 1, "failure_threshold": 30}
-REQUEST_DEFAULTS = {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500}
-TARGET_DEFAULTS = {"min_instances": 1, "max_instances": 1, "target_utilization_percentage": 70, "polling_interval": 1}
+REQUEST_DEFAULTS = {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1}
+TARGET_DEFAULTS = {"min_instances": 1, "max_instances": 1, "target_utilization_percentage": 70}
+AUTH_MODES = ("key", "aml_token")
+DEPLOYMENT_TYPES = ("kubernetes", "managed")
+SCALE_TYPES = ("default", "target_utilization")
+MODEL_TYPES = ("custom_model", "mlflow_model")
 
 ENDPOINT_FIELDS = {"$schema", "name", "description", "tags", "auth_mode", "compute", "traffic", "mirror_traffic",
-                   "identity", "public_network_access", "kind", "location"}
+                   "public_network_access"}
 ENDPOINT_READ_ONLY = {"scoring_uri", "openapi_uri", "provisioning_state", "provisioning_errors", "id", "keys",
-                      "created_on", "updated_on", "created_by", "deployments", "status"}
-DEPLOYMENT_FIELDS = {"$schema", "name", "endpoint_name", "description", "tags", "type", "model", "model_mount_path",
+                      "created_on", "updated_on", "created_by", "deployments", "status", "kind"}
+DEPLOYMENT_FIELDS = {"$schema", "name", "endpoint_name", "description", "tags", "type", "model",
                      "code_configuration", "environment", "environment_variables", "instance_type", "instance_count",
                      "resources", "liveness_probe", "readiness_probe", "request_settings", "scale_settings",
-                     "app_insights_enabled", "data_collector"}
+                     "app_insights_enabled"}
 DEPLOYMENT_READ_ONLY = {"provisioning_state", "provisioning_errors", "id", "status", "created_on", "updated_on",
                         "created_by", "manifests", "scoring"}
+ENVIRONMENT_FIELDS = {"image", "conda_file", "venv", "name", "version"}
+# Azure ML fields Dockyard refuses, each with the reason and what to do instead (not "unknown": Azure ML has them).
+ENDPOINT_REFUSED = {
+    "identity": "Managed identities are Microsoft Entra ID's; Dockyard has none to give a deployment. Remove identity "
+                "and pass credentials as environment_variables or in the image.",
+    "location": "Dockyard has no Azure regions: an endpoint runs where its compute is. Remove location.",
+}
+DEPLOYMENT_REFUSED = {
+    "model_mount_path": "Dockyard does not mount models: on Kubernetes model.path is read inside the image "
+                        "(AZUREML_MODEL_DIR), locally the model is shown read-only at a path Dockyard chooses. Remove it.",
+    "data_collector": "Data collection into Azure storage is not available here: log inputs and outputs from the "
+                      "scoring script (they are in the deployment's logs). Remove data_collector.",
+    "egress_public_network_access": "This is a managed online deployment setting: Kubernetes deployments follow the "
+                                    "cluster's network policies and local ones have no network unless staff allow it.",
+    "private_network_connection": "This is a managed online deployment setting: Dockyard has no private endpoints.",
+    "request_settings.max_queue_wait_ms": "The inference server here has no request queue with its own timeout: a "
+                                          "request waits for a free worker within request_timeout_ms. Remove it.",
+    "scale_settings.polling_interval": "Kubernetes sets how often autoscalers look cluster-wide (kube-controller-manager "
+                                       "--horizontal-pod-autoscaler-sync-period), not per deployment. Remove it.",
+    "environment.inference_config": "Custom container routes are not supported: Dockyard runs Azure ML's inference "
+                                    "server on its own routes (/, /score). Remove inference_config.",
+}
+# Fields one kind of target acts on and the other cannot: refused there, with the reason.
+LOCAL_REFUSED = {
+    "instance_type": "A local deployment runs as a process on the Dockyard host, not on an instance type: leave "
+                     "instance_type out (Kubernetes deployments use it).",
+    "resources": "A local deployment's process is not limited (it runs on the Dockyard host, not in a container): "
+                 "leave resources out (Kubernetes deployments use them).",
+    "environment.image": "A local deployment runs in a Python venv on the Dockyard host, not in a container: leave "
+                         "environment.image out (environment.venv names another venv).",
+    "readiness_probe": "A local deployment is one server with no load balancer in front: its liveness_probe decides "
+                       "when it serves and when it is restarted. Leave readiness_probe out.",
+    "model.type": "A local deployment needs code_configuration: Dockyard has no no-code server for MLflow models.",
+}
+KUBERNETES_REFUSED = {
+    "environment.venv": "venv is for local deployments: a Kubernetes deployment runs environment.image.",
+    "type": "A managed online deployment runs on Azure's own servers: on a Kubernetes endpoint use type kubernetes "
+            "(or leave type out).",
+}
+# Accepted, kept and shown, but not acted on: why each stays (the README's field table lists them too).
+STORED_ONLY: dict[str, str] = {
+    "public_network_access": "Only `enabled` is accepted, which is what Dockyard does (the score URL is reachable "
+                             "wherever its API is); `disabled` is refused, as there are no private endpoints.",
+    "app_insights_enabled": "Kept so Azure ML files (and the seed's example) post unchanged; nothing is sent to "
+                            "Application Insights: the deployment's logs and status are in Dockyard's log view.",
+    "environment.conda_file": "Dockyard builds no images: the image (or venv) must already hold these packages; kept "
+                              "so Azure ML files (and the seed's example) post unchanged and show what was meant.",
+    "environment.name": "A label of the inline environment, shown; there is no environment registry here.",
+    "environment.version": "A label of the inline environment, shown; there is no environment registry here.",
+}
+
+
+def camel_to_snake(text: str) -> str:
+    """Azure ML's SDK enum transform: `AMLToken` → `aml_token`, `TargetUtilization` → `target_utilization`."""
+    text = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", text)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
+
+
+def enum_value(value: object, allowed: tuple[str, ...], path: str, errors: list, transform=camel_to_snake,
+               hint: str = "") -> str | None:
+    """`value` as the canonical member of `allowed` after Azure ML's casing transform, else an error at `path`."""
+    canonical = transform(value) if isinstance(value, str) else None
+    if canonical in allowed:
+        return canonical
+    errors.append((path, f"{path} must be {' or '.join(allowed)}{hint}, not {value!r}."))
+    return None
+
+
+def _refused(body: dict, refused: dict, errors: list, prefix: str = "") -> None:
+    for key in sorted(set(body) & set(refused), key=str):
+        errors.append((f"{prefix}{key}", refused[key]))
 
 
 class SpecErrors(Exception):
@@ -93,23 +174,23 @@ def parse_endpoint(body: object) -> dict:
     """Validate an endpoint body (traffic is checked against the deployments by `check_traffic`)."""
     body = _mapping(body, "online endpoint")
     errors: list = []
-    _unknown(body, ENDPOINT_FIELDS | ENDPOINT_READ_ONLY, errors, "an online endpoint")
+    _refused(body, ENDPOINT_REFUSED, errors)
+    _unknown(body, ENDPOINT_FIELDS | ENDPOINT_READ_ONLY | set(ENDPOINT_REFUSED), errors, "an online endpoint")
     spec = {
         "name": _name(body.get("name"), ENDPOINT_NAME, "endpoint", errors),
         "description": body.get("description") or "",
         "tags": _string_map(body.get("tags"), "tags", errors),
-        "auth_mode": body.get("auth_mode", "key"),
+        "auth_mode": enum_value(body.get("auth_mode", "key"), AUTH_MODES, "auth_mode", errors,
+                                hint=" (aad_token needs Microsoft Entra ID)"),
         "compute": compute_reference(body.get("compute"), errors),
         "traffic": traffic_map(body.get("traffic"), "traffic", errors),
         "mirror_traffic": traffic_map(body.get("mirror_traffic"), "mirror_traffic", errors),
     }
     if not isinstance(spec["description"], str):
         errors.append(("description", "description must be a string."))
-    if spec["auth_mode"] not in ("key", "aml_token"):
-        errors.append(("auth_mode", f"auth_mode must be key or aml_token (aad_token needs Microsoft Entra ID), not {spec['auth_mode']!r}."))
-    for key in ("identity", "public_network_access"):
-        if key in body:
-            spec[key] = body[key]
+    if "public_network_access" in body:
+        spec["public_network_access"] = enum_value(body["public_network_access"], ("enabled",), "public_network_access",
+                                                   errors, str.lower, " (Dockyard has no private endpoints)")
     errors.extend(limit_errors(spec))
     if errors:
         raise SpecErrors(errors)
@@ -167,7 +248,8 @@ def _settings(value: object, path: str, defaults: dict, errors: list, minimums: 
         errors.append((path, f"{path} must be a mapping ({', '.join(defaults)})."))
         return dict(defaults)
     for key in sorted(set(value) - set(defaults) - {"type"}, key=str):
-        errors.append((f"{path}.{key}", f"'{key}' is not a field of {path} ({', '.join(defaults)})."))
+        reason = DEPLOYMENT_REFUSED.get(f"{path}.{key}") or f"'{key}' is not a field of {path} ({', '.join(defaults)})."
+        errors.append((f"{path}.{key}", reason))
     minimums = minimums or {}
     return {key: _positive_int(value.get(key), f"{path}.{key}", errors, default, minimums.get(key, 1)) for key, default in defaults.items()}
 
@@ -182,14 +264,16 @@ def _probe(value: object, path: str, errors: list) -> dict:
 def _scale(value: object, errors: list) -> dict:
     if value is None:
         return {"type": "default"}
-    if not isinstance(value, dict) or value.get("type", "default") not in ("default", "target_utilization"):
-        errors.append(("scale_settings.type", "scale_settings.type must be default or target_utilization."))
+    if not isinstance(value, dict):
+        errors.append(("scale_settings", "scale_settings is a mapping with type default or target_utilization."))
         return {"type": "default"}
-    if value.get("type", "default") == "default":
-        for key in sorted(set(value) - {"type"}, key=str):
-            errors.append((f"scale_settings.{key}", "A default scale setting has no other fields: set instance_count."))
+    kind = enum_value(value.get("type", "default"), SCALE_TYPES, "scale_settings.type", errors)
+    if kind != "target_utilization":
+        for key in sorted(set(value) - {"type"}, key=str) if kind else ():
+            errors.append((f"scale_settings.{key}", DEPLOYMENT_REFUSED.get(f"scale_settings.{key}")
+                           or "A default scale setting has no other fields: set instance_count."))
         return {"type": "default"}
-    scale = {"type": "target_utilization", **_settings({k: v for k, v in value.items() if k != "type"}, "scale_settings", TARGET_DEFAULTS, errors)}
+    scale = {"type": kind, **_settings({k: v for k, v in value.items() if k != "type"}, "scale_settings", TARGET_DEFAULTS, errors)}
     if scale["min_instances"] > scale["max_instances"]:
         errors.append(("scale_settings.min_instances", "min_instances cannot be more than max_instances."))
     if scale["target_utilization_percentage"] > 100:
@@ -211,10 +295,8 @@ def _model(value: object, errors: list) -> dict | None:
     if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not value["path"]:
         errors.append(("model", "model is a path, or a mapping with `path` (and `type`: custom_model or mlflow_model)."))
         return None
-    kind = value.get("type", "custom_model")
-    if kind not in ("custom_model", "mlflow_model"):
-        errors.append(("model.type", f"model.type must be custom_model or mlflow_model, not {kind!r}."))
-    return {**value, "type": kind}
+    kind = enum_value(value.get("type", "custom_model"), MODEL_TYPES, "model.type", errors, str.lower)
+    return {**value, "type": kind or "custom_model"}
 
 
 def _code(value: object, model: dict | None, errors: list) -> dict | None:
@@ -243,7 +325,9 @@ def _environment(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("environment", "environment is a mapping with image (and for local deployments, venv)."))
         return {}
-    for key in sorted(set(value) - {"image", "conda_file", "venv", "name", "version", "inference_config"}, key=str):
+    _refused(value, {key.removeprefix("environment."): reason for key, reason in DEPLOYMENT_REFUSED.items()
+                     if key.startswith("environment.")}, errors, "environment.")
+    for key in sorted(set(value) - ENVIRONMENT_FIELDS - {"inference_config"}, key=str):
         errors.append((f"environment.{key}", f"'{key}' is not an environment field here."))
     return dict(value)
 
@@ -252,7 +336,8 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
     """Validate a deployment body's own fields; resources are checked against the instance type by `resolve_resources`."""
     body = _mapping(body, "online deployment")
     errors: list = []
-    _unknown(body, DEPLOYMENT_FIELDS | DEPLOYMENT_READ_ONLY, errors, "an online deployment")
+    _refused(body, DEPLOYMENT_REFUSED, errors)
+    _unknown(body, DEPLOYMENT_FIELDS | DEPLOYMENT_READ_ONLY | set(DEPLOYMENT_REFUSED), errors, "an online deployment")
     if body.get("endpoint_name", endpoint_name) != endpoint_name:
         errors.append(("endpoint_name", f"This deployment is posted to endpoint '{endpoint_name}', not '{body['endpoint_name']}'."))
     model = _model(body.get("model"), errors)
@@ -276,9 +361,12 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
         "request_settings": _settings(body.get("request_settings"), "request_settings", REQUEST_DEFAULTS, errors),
         "scale_settings": _scale(body.get("scale_settings"), errors),
     }
-    for key in ("model_mount_path", "app_insights_enabled", "data_collector"):
-        if key in body:
-            spec[key] = body[key]
+    if "type" in body:
+        spec["type"] = enum_value(body["type"], DEPLOYMENT_TYPES, "type", errors)
+    if "app_insights_enabled" in body:
+        if not isinstance(body["app_insights_enabled"], bool):
+            errors.append(("app_insights_enabled", "app_insights_enabled is true or false."))
+        spec["app_insights_enabled"] = body["app_insights_enabled"]
     errors.extend(limit_errors(spec))
     if errors:
         raise SpecErrors(errors)
@@ -368,13 +456,21 @@ def resolve_resources(resources: object, shape, mlflow: bool) -> tuple[dict, lis
 
 
 def _below_instance_type(shape, cpu: int | None, memory: int | None, gpu: int | None, limits: dict, errors: list) -> None:
-    """Each limit given must be strictly less than the instance type's (the seed: '작아야 합니다')."""
+    """cpu and memory limits strictly below the instance type's (the seed: '작아야 합니다'), GPUs up to and including it.
+
+    cpu and memory leave headroom for the server's own processes; a GPU is a whole device no side process uses, so a
+    deployment may take all of them (Azure ML's own GPU example gives 1 GPU on a 1-GPU instance type).
+    """
     own_cpu, own_memory = shape.millicores()[1], shape.memory()[1]
-    checks = [("cpu", cpu, own_cpu, shape.limits["cpu"]), ("memory", memory, own_memory, shape.limits["memory"]), (GPU, gpu, shape.gpu, shape.gpu)]
-    for key, value, own, shown in checks:
-        if value is not None and key in limits and value >= own and not (key == GPU and value == 0):
+    for key, value, own, shown in (("cpu", cpu, own_cpu, shape.limits["cpu"]), ("memory", memory, own_memory, shape.limits["memory"])):
+        if value is not None and key in limits and value >= own:
             errors.append((f"resources.limits.{key}", f"The {key} limit {limits[key]} must be less than the limit of "
-                                                       f"instance type '{shape.name}' ({shown})."))
+                                                       f"instance type '{shape.name}' ({shown}), to leave room for the "
+                                                       f"server's own processes (GPU limits may equal the instance type's)."))
+    if gpu and gpu > shape.gpu:
+        errors.append((f"resources.limits.{GPU}", f"The {GPU} limit {limits[GPU]} cannot be more than the limit of instance "
+                                                  f"type '{shape.name}' ({shape.gpu}); it may be equal, as GPUs are whole "
+                                                  f"devices no other process uses."))
 
 
 def _requests_fit(shape, cpu: int | None, memory: int | None, cpu_limit: int | None, memory_limit: int | None, errors: list) -> None:
@@ -390,3 +486,18 @@ def _mlflow_minimum(millicores: int, memory: int, path: str, errors: list, shape
     if millicores < MLFLOW_MIN_MILLICORES or memory < MLFLOW_MIN_MEMORY:
         where = f" (instance type '{shape_name}' requests less)" if shape_name else ""
         errors.append((path, f"An MLflow model needs requests of at least 2 CPU and 4 GB of memory{where}."))
+
+
+def target_errors(spec: dict, local: bool) -> list[tuple[str, str]]:
+    """The fields this deployment's target (local or Kubernetes) cannot act on, each with LOCAL/KUBERNETES_REFUSED's reason."""
+    environment = spec.get("environment") or {}
+    if local:
+        given = {"instance_type": spec.get("instance_type") is not None, "resources": bool(spec.get("resources")),
+                 "environment.image": bool(environment.get("image")),
+                 "readiness_probe": spec.get("readiness_probe", PROBE_DEFAULTS) != PROBE_DEFAULTS,
+                 "model.type": (spec.get("model") or {}).get("type") == "mlflow_model" and not spec.get("code_configuration")}
+        refused = LOCAL_REFUSED
+    else:
+        given = {"environment.venv": "venv" in environment, "type": spec.get("type") == "managed"}
+        refused = KUBERNETES_REFUSED
+    return [(path, refused[path]) for path, present in given.items() if present]

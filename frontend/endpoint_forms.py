@@ -43,7 +43,7 @@ DEPLOYMENT_FIELDS = (
     Field("scoring_script", "Scoring script", required=True, initial="score.py",
           help="Relative to the code folder; it defines init() and run(raw_data)."),
     Field("model", "Model path", help="Optional: a file or folder, given to the script as AZUREML_MODEL_DIR."),
-    Field("image", "Environment image", help="The container image, required on Kubernetes (local deployments ignore it), e.g. "
+    Field("image", "Environment image", help="The container image, required on Kubernetes (not for local deployments: they run in a venv), e.g. "
                                              "mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest."),
     Field("venv", "Python venv", help="Local only: the venv the server runs in, with azureml-inference-server-http "
                                       "(filled in: the one this server provides)."),
@@ -54,7 +54,7 @@ DEPLOYMENT_FIELDS = (
     Field("requests_memory", "Memory", help="A number and a unit: 512Mi, 2Gi."),
     Field("limits_cpu", "CPU", help="Less than the instance type's."),
     Field("limits_memory", "Memory", help="Less than the instance type's."),
-    Field("limits_gpu", "GPUs", "int", help="nvidia.com/gpu, whole GPUs."),
+    Field("limits_gpu", "GPUs", "int", help="nvidia.com/gpu, whole GPUs, up to the instance type's."),
 )
 DEPLOYMENT_FIELD_NAMES = {spec.name for spec in DEPLOYMENT_FIELDS}
 RESOURCE_FIELDS = {
@@ -71,6 +71,7 @@ FIELD_OF_PREFIX = (
     ("model", "model"),
     *((f"resources.{section}.{key}", name) for name, (section, key) in RESOURCE_FIELDS.items()),
     ("resources.requests", "requests_cpu"),
+    ("resources", "requests_cpu"),  # a local deployment's resources, refused as a whole
     ("instance_type", "instance_type"),
     ("instance_count", "instance_count"),
     ("name", "name"),
@@ -86,6 +87,15 @@ environment:
   image: mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest
 instance_type: defaultinstancetype
 instance_count: 1
+"""
+# A local deployment runs in a venv on the worker's host: no image, no instance type (they would be refused).
+LOCAL_YAML_EXAMPLE = f"""$schema: {DEPLOYMENT_SCHEMA}
+name: blue
+model:
+  path: /srv/models/model
+code_configuration:
+  code: /srv/onlinescoring
+  scoring_script: score.py
 """
 
 
@@ -197,8 +207,8 @@ def bind_endpoint(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundF
 def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
     """The instance types a deployment of this endpoint can name, and what leaving the field empty means."""
     if endpoint.compute_id is None:
-        return [("", "none (local)")], ("A local deployment runs on the worker's host; its resources, if given, are "
-                                        f"checked against {DEFAULT_INSTANCE_TYPE}.")
+        return [("", "none (local)")], ("A local deployment runs as a process on the worker's host: it has no instance "
+                                        "type and no resource limits (leave resources out).")
     rows = instance_type_list(compute=endpoint.compute)
     default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
     choices = [("", choice_label(default) if default else DEFAULT_INSTANCE_TYPE)]
@@ -273,7 +283,9 @@ def spec_document(deployment) -> dict:
     for key in ("description", "model", "code_configuration", "environment", "environment_variables"):
         if spec.get(key) not in (None, "", {}, []):
             body[key] = spec[key]
-    body.update(instance_type=deployment.instance_type, instance_count=deployment.instance_count)
+    if deployment.instance_type:  # a local deployment has none (the API shows null)
+        body["instance_type"] = deployment.instance_type
+    body["instance_count"] = deployment.instance_count
     for key in ("resources", "scale_settings", "request_settings", "liveness_probe", "readiness_probe"):
         if spec.get(key) not in (None, {}):
             body[key] = spec[key]

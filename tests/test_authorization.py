@@ -62,7 +62,7 @@ JOB = {"name": "train", "command": "echo hi", "compute": "local"}
 SHAPE = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
 EP = f"{WS}/online-endpoints"
 ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" / "adder"
-DEPLOYMENT = {"code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}, "environment": {"image": "unused"}}
+DEPLOYMENT = {"code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}}
 
 
 def online_endpoint(owner, workspace) -> dict:

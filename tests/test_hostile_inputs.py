@@ -25,8 +25,7 @@ ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" 
 SHAPE = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
 # `prepared` attaches k8s; the route's own attachment is another cluster, so that it is a create and not a conflict
 OTHER_K8S = body("kubernetes", name="k8s-two", kubeconfig=kubeconfig(server="https://10.0.0.2:6443"))
-DEPLOYMENT = {"name": "green", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"},
-              "environment": {"image": "unused"}}
+DEPLOYMENT = {"name": "green", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}}
 
 
 @dataclass

@@ -107,7 +107,7 @@ def add_online_endpoint(owner, workspace) -> None:
 
     endpoint, _ = endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
     deployment_create(user=owner, endpoint=endpoint, data={
-        "name": "blue", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}, "environment": {"image": "unused"}})
+        "name": "blue", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}})
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,14 @@ import click
 from ..client import ApiClient, Response
 from ..context import State, output_option, pass_state, workspace_option
 from ..documents import apply_assignments, read_text
-from ..endpoints import DEPLOYMENT_FIELDS, changed_keys, deployment_view, ready_cell, same_deployment_field
+from ..endpoints import (
+    DEPLOYMENT_FIELDS,
+    changed_keys,
+    deployment_view,
+    instance_type_cell,
+    ready_cell,
+    same_deployment_field,
+)
 from ..errors import EXIT_USAGE, ApiError, InvalidInput
 from ..jobs import job_yaml
 from ..lookups import (
@@ -244,7 +251,7 @@ def list_deployments(state: State, endpoint: str) -> None:
     columns = (
         Column("NAME", field("name")),
         Column("STATE", field("provisioning_state")),
-        Column("INSTANCE TYPE", field("instance_type")),
+        Column("INSTANCE TYPE", instance_type_cell),
         Column("COUNT", field("instance_count")),
         Column("READY", ready_cell),
         Column("TRAFFIC", share_cell(owner.get("traffic") or {}, owner.get("mirror_traffic") or {})),

@@ -89,7 +89,7 @@ def test_deployment_changes_allow_for_what_the_api_fills_in():
     current = {
         "model": {"path": "/models/m", "type": "custom_model"}, "tags": {"n": "1"}, "environment_variables": {"ON": "true"},
         "instance_type": "defaultinstancetype", "instance_count": 1,
-        "request_settings": {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500},
+        "request_settings": {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1},
         "code_configuration": {"code": "/src", "scoring_script": "score.py"},
     }
     document = {"name": "blue", "model": "/models/m", "tags": {"n": 1}, "environment_variables": {"ON": True},

@@ -33,7 +33,6 @@ def deployment(name: str = "blue", **fields) -> dict:
     return {"$schema": "https://azuremlschemas.azureedge.net/latest/kubernetesOnlineDeployment.schema.json",
             "name": name, "endpoint_name": "adder", "type": "kubernetes",
             "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"},
-            "environment": {"image": "mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest"},
             "environment_variables": {"DEPLOYMENT_NAME": name}, "instance_count": 1, **fields}
 
 
@@ -340,10 +339,11 @@ def test_deployment_create_update_show_list_delete(dockyard, owner, workspace, t
 
     table = dockyard("online-deployment", "list", "-e", "adder").stdout.splitlines()
     assert table[0].split() == ["NAME", "STATE", "INSTANCE", "TYPE", "COUNT", "READY", "TRAFFIC", "CREATED"]
-    assert [line.split()[:5] for line in table[1:]] == [
-        ["blue", "Creating", "defaultinstancetype", "1", "-"], ["green", "Creating", "defaultinstancetype", "1", "-"],
+    # a local deployment has no instance type: said as the studio says it, not as defaultinstancetype
+    assert [line.split()[:6] for line in table[1:]] == [
+        ["blue", "Creating", "none", "(local)", "1", "-"], ["green", "Creating", "none", "(local)", "1", "-"],
     ]
-    assert [line.split()[5] for line in table[1:]] == ["100%", "0%"]
+    assert [line.split()[6] for line in table[1:]] == ["100%", "0%"]
     shown = dockyard.json("online-deployment", "show", "green", "--endpoint-name", "adder")
     assert shown["request_settings"]["request_timeout_ms"] == 5000 and shown["endpoint_name"] == "adder"
 
@@ -352,7 +352,7 @@ def test_deployment_create_update_show_list_delete(dockyard, owner, workspace, t
     assert updated.stdout == "online-deployment/adder/green updated (environment_variables, request_settings)\n"
     spec = OnlineDeployment.objects.get(name="green").spec
     assert (spec["environment_variables"]["OFFSET"], spec["request_settings"]["request_timeout_ms"]) == ("7", 9000)
-    assert spec["request_settings"]["max_queue_wait_ms"] == 500  # the rest of the mapping is kept
+    assert spec["request_settings"]["max_concurrent_requests_per_instance"] == 1  # the rest of the mapping is kept
     same = dockyard("online-deployment", "update", "-f", str(green), "-e", "adder", "--no-wait", "--set", "environment_variables.OFFSET=7")
     assert same.stdout == "online-deployment/adder/green unchanged\n"
     mixed = dockyard("online-deployment", "update", "blue", "-f", str(green), "-e", "adder")

@@ -6,6 +6,7 @@ worker and the data plane) can call it; a sandboxed job does not see the folder,
 import http.client
 import logging
 import os
+import re
 import shlex
 import shutil
 import time
@@ -31,6 +32,10 @@ SERVER_APP = "azureml_inference_server_http.server.entry:app"
 # The server's own folder (read-write; its socket and HOME) inside the run folder, and where its sandbox shows it: a
 # short path, as a socket address holds 108 bytes. The run folder itself (pid, exit code, log) stays outside.
 SERVER_DIR, INSIDE, SOCKET = "server", Path("/run/dockyard"), "server.sock"
+# Azure ML's model layout: AZUREML_MODEL_DIR is <models>/<name>/<version>, holding the model file or folder by its own
+# name. The inference server reads it so: a folder not ending in a version it lists as <name>/<version> folders, and a
+# model folder (or file) there made it log a NotADirectoryError at every start.
+MODEL_DIR = Path("/var/azureml-app/azureml-models/model/1")
 
 
 def folder_of(deployment: OnlineDeployment) -> Path:
@@ -68,8 +73,8 @@ def _paths(deployment: OnlineDeployment) -> tuple[list[sandbox.Bind], dict[str, 
         env["AZUREML_ENTRY_SCRIPT"] = str(code_folder / code["scoring_script"])
     if spec.get("model"):
         bind = sandbox.local_path_bind(spec["model"]["path"], "model path")
-        binds.append(bind)
-        env["AZUREML_MODEL_DIR"] = str(bind.inside)
+        binds.append(sandbox.Bind(bind.source, MODEL_DIR / Path(spec["model"]["path"]).name))
+        env["AZUREML_MODEL_DIR"] = str(MODEL_DIR)
     return binds, env, code_folder
 
 
@@ -111,6 +116,10 @@ def reconcile_local_deployment(deployment: OnlineDeployment) -> float | None:
     state = deployment.runner
     if state.get("pid") and state.get("host") != runner.host():
         return LOOK_EVERY * 5  # another host's worker runs it
+    if state.get("stopped") and state.get("generation") == deployment.generation:
+        return None  # crash-looped and stopped: it stays stopped until the deployment changes
+    if state.get("stopped"):
+        state = deployment.runner = {"restarts": 0}
     if state.get("pid") and state.get("generation") != deployment.generation:
         stop_local(deployment)  # the spec changed: start the new one
         state = deployment.runner = {"restarts": 0}
@@ -167,24 +176,71 @@ def _probe(deployment: OnlineDeployment, process: runner.Process) -> float:
     return 1.0
 
 
-def _crashed(deployment: OnlineDeployment, process: runner.Process, why: str = "") -> float:
-    """Note the crash and start again, waiting longer after each crash in a row."""
+def _crashed(deployment: OnlineDeployment, process: runner.Process, why: str = "") -> float | None:
+    """Note the crash and start again, waiting longer after each crash in a row; after CRASHES_BEFORE_FAILED, stop.
+
+    A stopped server stays stopped (Failed) until the deployment changes: restarting a script that cannot start only
+    fills its log and hides the first error.
+    """
     code = runner.exit_code(process)
     restarts = deployment.runner.get("restarts", 0) + 1
     why = why or (f"exited with code {code}" if code is not None else "stopped")
-    last = _last_lines(process, 5)
+    detail = _crash_detail(process)
+    if restarts >= CRASHES_BEFORE_FAILED:
+        deployment.runner = {"restarts": restarts, "crashed_at": time.time(), "stopped": True, "generation": deployment.generation}
+        deployment.heartbeat_at = None  # no chain watches it now: the change that ends the stop starts a new one
+        deployment.save(update_fields=["runner", "heartbeat_at", "updated_at"])
+        reason = f"The server {why} ({restarts} times in a row) and was stopped until the deployment changes.{detail}"
+        record_status(deployment, ProvisioningState.FAILED, [problem("CrashLoop", reason)],
+                      status=_status(deployment, "Failed", 0, reason))
+        return None
     deployment.runner = {"restarts": restarts, "crashed_at": time.time()}
     deployment.save(update_fields=["runner", "updated_at"])
-    reason = f"The server {why} and is restarted (restart {restarts})." + (f" Last output: {last}" if last else "")
-    errors = [problem("CrashLoop", reason)] if restarts >= CRASHES_BEFORE_FAILED else []
-    state = ProvisioningState.FAILED if errors else deployment.provisioning_state
-    record_status(deployment, state, errors, status=_status(deployment, "Restarting", 0, reason))
+    reason = f"The server {why} and is restarted (restart {restarts}).{detail}"
+    record_status(deployment, deployment.provisioning_state, [], status=_status(deployment, "Restarting", 0, reason))
     return min(2.0 ** (restarts - 1), MAX_BACKOFF)
 
 
-def _last_lines(process: runner.Process, count: int) -> str:
+def _crash_detail(process: runner.Process) -> str:
+    """The scoring script's exception when the log holds one, else the log's last lines."""
     try:
         text = (Path(process.folder) / runner.LOG_FILE).read_text(errors="replace")
     except OSError:
         return ""
-    return " | ".join(line for line in text.splitlines()[-count:] if line.strip())
+    error = script_error(text)
+    if error:
+        return f" The scoring script failed: {error}"
+    last = " | ".join(line for line in text.splitlines()[-5:] if line.strip())
+    return f" Last output: {last}" if last else ""
+
+
+TRACEBACK_START = "Traceback (most recent call last):"
+FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
+
+
+def _tracebacks(lines: list[str]) -> list[tuple[list[re.Match], str]]:
+    """Each traceback in a log: its frames and the exception line that ends it."""
+    found, frames, inside = [], [], False
+    for line in lines:
+        if line.rstrip().endswith(TRACEBACK_START):
+            frames, inside = [], True
+        elif inside and (match := FRAME.match(line)):
+            frames.append(match)
+        elif inside and line.strip() and not line.startswith((" ", "\t")):
+            found.append((frames, line.strip()))
+            inside = False
+    return found
+
+
+def script_error(log: str) -> str:
+    """The scoring script's exception and where it was raised, e.g. "RuntimeError: bad (score.py, line 2, in init)".
+
+    gunicorn's own last lines ("Worker exiting", "Shutting down") say only that it stopped; the server wraps the
+    script's exception in its own, so the last traceback with a frame outside site-packages is the script's.
+    """
+    for frames, exception in reversed(_tracebacks(log.splitlines())):
+        own = [frame for frame in frames if "site-packages" not in frame["file"] and "/lib/python" not in frame["file"]]
+        if own:
+            where = own[-1]
+            return f"{exception} ({where['file']}, line {where['line']}, in {where['function']})"
+    return ""

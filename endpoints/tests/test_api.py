@@ -40,7 +40,7 @@ def api(owner_api, workspace):
 def local_deployment(name: str = "blue", **fields) -> dict:
     """A valid deployment of the adder scoring script on a local endpoint (None removes a field)."""
     data = {"name": name, "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"},
-            "environment": {"image": "unused-locally"}, **fields}
+            **fields}
     return {key: value for key, value in data.items() if value is not None}
 
 
@@ -438,19 +438,19 @@ def test_create_list_show_a_local_deployment(api):
     create_endpoint(api, "my-ep")
     body = create_deployment(api, "my-ep", local_deployment("blue", environment_variables={"OFFSET": 1}))
     assert body["name"] == "blue" and body["endpoint_name"] == "my-ep"
-    assert body["instance_type"] == "defaultinstancetype" and body["instance_count"] == 1
-    assert body["resources"] == DEFAULT_RESOURCES
+    # no instance type and no resources: the process runs on the Dockyard host (the studio says the same)
+    assert body["instance_type"] is None and body["instance_count"] == 1
+    assert body["resources"] == {}
     assert body["liveness_probe"] == body["readiness_probe"] == PROBE_DEFAULTS
-    assert body["request_settings"] == {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500}
+    assert body["request_settings"] == {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1}
     assert body["scale_settings"] == {"type": "default"} and body["environment_variables"] == {"OFFSET": "1"}
     assert body["provisioning_state"] == "Creating" and body["created_by"] == "olivia"
-    create_deployment(api, "my-ep", local_deployment("green", resources={"requests": {"cpu": "0.1", "memory": "0.2Gi"},
-                                                                        "limits": {"cpu": "0.2", "memory": "0.5Gi"}}))
+    create_deployment(api, "my-ep", local_deployment("green", liveness_probe={"period": 5}))
     listed = api.get(f"{BASE}/my-ep/deployments/").json()
     assert listed["count"] == 2 and [row["name"] for row in listed["results"]] == ["blue", "green"]
     shown = api.get(f"{BASE}/my-ep/deployments/green/")
     assert shown.status_code == 200 and shown["ETag"]
-    assert shown.json()["resources"] == {"requests": {"cpu": "0.1", "memory": "0.2Gi"}, "limits": {"cpu": "0.2", "memory": "0.5Gi"}}
+    assert shown.json()["liveness_probe"] == {**PROBE_DEFAULTS, "period": 5}
     assert "manifests" in shown.json()
     assert api.get(f"{BASE}/my-ep/").json()["deployments"] == ["blue", "green"]
     assert AuditEvent.objects.filter(target_type="online-deployment", action="create").count() == 2
@@ -552,6 +552,10 @@ def test_a_gpu_instance_type(api, k8s):
     body = create_deployment(api, "kep", kube_deployment("green", instance_type="gpu-small", resources={
         "requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi", GPU: 1}}))
     assert body["resources"]["limits"] == {"cpu": "2", "memory": "8Gi", GPU: 1}
+    # all the type's GPUs: whole devices no side process uses (cpu and memory stay below the type's)
+    body = create_deployment(api, "kep", kube_deployment("red", instance_type="gpu-small", resources={
+        "requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi", GPU: 2}}))
+    assert body["resources"]["limits"] == {"cpu": "2", "memory": "8Gi", GPU: 2}
 
 
 def test_the_clusters_own_defaultinstancetype_replaces_the_builtin(api, k8s):
@@ -645,27 +649,13 @@ BAD_LOCAL_DEPLOYMENTS = [
     pytest.param(local_deployment(readiness_probe={"period": 0}), ["readiness_probe.period"], id="readiness-period-0"),
     pytest.param(local_deployment(request_settings={"request_timeout_ms": 0}), ["request_settings.request_timeout_ms"], id="timeout-0"),
     pytest.param(local_deployment(colour="blue"), ["colour"], id="unknown-field"),
-    # resources, against defaultinstancetype (requests 100m/2Gi, limits 2/2Gi)
-    pytest.param(local_deployment(resources={"requests": {"memory": "1Gi"}}), ["resources.requests.cpu"], id="cpu-request-missing"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "0", "memory": "1Gi"}}), ["resources.requests.cpu"], id="cpu-request-zero"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "", "memory": "1Gi"}}), ["resources.requests.cpu"], id="cpu-request-empty"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1"}}), ["resources.requests.memory"], id="memory-request-missing"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "512Ki"}}), ["resources.requests.memory"], id="memory-under-1MB"),
-    pytest.param(local_deployment(resources={"limits": {"cpu": "1", "memory": "1Gi"}}), ["resources.requests"], id="requests-missing"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi", GPU: 1}}), [f"resources.requests.{GPU}"],
-                 id="gpu-in-requests"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2"}}), ["resources.limits.cpu"],
-                 id="cpu-limit-equals-default"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}), ["resources.limits.memory"],
-                 id="memory-limit-equals-default"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": ""}}), ["resources.limits.cpu"],
-                 id="cpu-limit-empty"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi", GPU: 1}}),
-                 [f"resources.limits.{GPU}"], id="gpu-on-the-default-type"),
-    pytest.param(local_deployment(resources={"requests": {"cpu": "1", "memory": "3Gi"}}), ["resources.requests.memory"],
-                 id="memory-request-above-default-limit"),
-    pytest.param(local_deployment(model={"path": str(ADDER), "type": "mlflow_model"}, code_configuration=None), ["instance_type"],
-                 id="mlflow-on-the-default-type"),
+    # what a local deployment cannot act on is refused with the reason
+    pytest.param(local_deployment(resources={"requests": {"cpu": "0.1", "memory": "0.2Gi"}}), ["resources"], id="local-resources"),
+    pytest.param(local_deployment(instance_type="defaultinstancetype"), ["instance_type"], id="local-default-instance-type"),
+    pytest.param(local_deployment(environment={"image": "python:3.11"}), ["environment.image"], id="local-image"),
+    pytest.param(local_deployment(readiness_probe={"period": 5}), ["readiness_probe"], id="local-readiness-probe"),
+    pytest.param(local_deployment(model={"path": str(ADDER), "type": "mlflow_model"}, code_configuration=None), ["model.type"],
+                 id="local-mlflow-without-code"),
     pytest.param({"name": "x", "instance_count": 0, "endpoint_name": "other", "environment": ["python"]},
                  ["name", "endpoint_name", "code_configuration", "environment", "instance_count"], id="every-problem-at-once"),
     pytest.param(["blue"], [""], id="body-a-list"),
@@ -694,8 +684,30 @@ BAD_KUBERNETES_DEPLOYMENTS = [
     pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2"}}),
                  ["resources.limits.cpu"], id="no-type-named-cpu-limit-equals-the-defaults"),
     pytest.param(kube_deployment(instance_type="gpu-small", resources={"requests": {"cpu": "1", "memory": "1Gi"},
-                                                                       "limits": {"cpu": "2", "memory": "2Gi", GPU: 2}}),
-                 [f"resources.limits.{GPU}"], id="gpu-limit-equals-the-types"),
+                                                                       "limits": {"cpu": "2", "memory": "2Gi", GPU: 3}}),
+                 [f"resources.limits.{GPU}"], id="gpu-limit-above-the-types"),
+    pytest.param(kube_deployment(type="managed"), ["type"], id="managed-type"),
+    pytest.param(kube_deployment(environment={"image": "python:3.11", "venv": "/opt/venv"}), ["environment.venv"], id="venv-on-kubernetes"),
+    # resources, no instance type named: against defaultinstancetype (requests 100m/2Gi, limits 2/2Gi)
+    pytest.param(kube_deployment(resources={"requests": {"memory": "1Gi"}}), ["resources.requests.cpu"], id="cpu-request-missing"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "0", "memory": "1Gi"}}), ["resources.requests.cpu"], id="cpu-request-zero"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "", "memory": "1Gi"}}), ["resources.requests.cpu"], id="cpu-request-empty"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1"}}), ["resources.requests.memory"], id="memory-request-missing"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "512Ki"}}), ["resources.requests.memory"], id="memory-under-1MB"),
+    pytest.param(kube_deployment(resources={"limits": {"cpu": "1", "memory": "1Gi"}}), ["resources.requests"], id="requests-missing"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi", GPU: 1}}), [f"resources.requests.{GPU}"],
+                 id="gpu-in-requests"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2"}}), ["resources.limits.cpu"],
+                 id="cpu-limit-equals-default"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}), ["resources.limits.memory"],
+                 id="memory-limit-equals-default"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": ""}}), ["resources.limits.cpu"],
+                 id="cpu-limit-empty"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi", GPU: 1}}),
+                 [f"resources.limits.{GPU}"], id="gpu-on-the-default-type"),
+    pytest.param(kube_deployment(resources={"requests": {"cpu": "1", "memory": "3Gi"}}), ["resources.requests.memory"],
+                 id="memory-request-above-default-limit"),
+
     pytest.param(kube_deployment(instance_type="gpu-small", resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {GPU: 1}}),
                  ["resources.limits.cpu", "resources.limits.memory"], id="gpu-without-cpu-and-memory-limits"),
     pytest.param(kube_deployment(instance_type="gpu-small", resources={"requests": {"cpu": "1", "memory": "1Gi"},

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def create_endpoint(api, name: str) -> dict[str, str]:
 def create_deployment(api, endpoint: str, name: str, code: Path | None = None, **env: str) -> None:
     code = code or Path(settings.DOCKYARD_LOCAL_PATHS[0]) / "adder"
     body = {"name": name, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused-locally"}, "environment_variables": {"DEPLOYMENT_NAME": name, **env}}
+            "environment_variables": {"DEPLOYMENT_NAME": name, **env}}
     response = api.post(f"{BASE}/{endpoint}/deployments/", body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["provisioning_state"] == "Creating"
@@ -263,12 +264,27 @@ def test_a_script_whose_init_raises_goes_failed_after_a_few_restarts(local_worke
     row = wait_for(failed, START * 2, 0.2, "the crash loop's Failed")
     (error,) = row["provisioning_errors"]
     assert error["code"] == "CrashLoop" and row["status"]["restarts"] >= local.CRASHES_BEFORE_FAILED, row
-    # The error carries the server's last lines: gunicorn giving up on the worker whose init() raised.
-    assert "exited with code 3" in error["message"] and "Worker failed to boot" in error["message"], error
+    # The error is the scoring script's exception and where it was raised, not gunicorn's shutdown lines.
+    assert "exited with code 3" in error["message"] and "was stopped until the deployment changes" in error["message"], error
+    assert (f"The scoring script failed: RuntimeError: init failed on purpose ({code / 'score.py'}, line 2, in init)"
+            in error["message"]), error
+    assert "Worker exiting" not in error["message"] and "Shutting down" not in error["message"], error
     answer = score(client, "broken", primary, deployment="bad")
-    assert answer.status_code in (502, 503), answer.content  # not serving (restarting, or between restarts)
+    assert answer.status_code in (502, 503), answer.content  # not serving
     logs = owner_api.get(f"{BASE}/broken/deployments/bad/logs/", {"lines": 5000}).content.decode()
     assert "RuntimeError: init failed on purpose" in logs and "User's init function failed" in logs
+    # Failed means stopped: no server is started again until the deployment changes
+    stopped = OnlineDeployment.objects.get(name="bad")
+    assert stopped.runner.get("stopped") and not stopped.runner.get("pid"), stopped.runner
+    starts = logs.count("Booting worker")
+    assert local.reconcile_local_deployment(stopped) is None and not OnlineDeployment.objects.get(name="bad").runner.get("pid")
+    time.sleep(3)  # the worker's chain would have restarted it by now (backoff 4 s at most here)
+    again = owner_api.get(f"{BASE}/broken/deployments/bad/logs/", {"lines": 5000}).content.decode()
+    assert again.count("Booting worker") == starts and shown(owner_api, "broken", "bad")["provisioning_state"] == "Failed"
+    # a change starts it again
+    (code / "score.py").write_text("def init():\n    pass\n\n\ndef run(raw_data):\n    return {'fixed': True}\n")
+    assert owner_api.patch(f"{BASE}/broken/deployments/bad/", {"description": "fixed"}, format="json").status_code == 200
+    serving(owner_api, "broken", "bad")
 
     assert owner_api.delete(f"{BASE}/broken/").status_code == 202
     wait_for(lambda: not OnlineEndpoint.objects.exists(), 60, 0.2, "the endpoint's removal")

@@ -87,7 +87,7 @@ def deploy(api, code: Path | str, name: str = "blue", **extra) -> dict:
         KEYS["probe"] = response.json()["keys"]["primaryKey"]
         reconcile.reconcile_endpoint(OnlineEndpoint.objects.select_related("workspace").get(name="probe"))
     body = {"name": name, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused"}, **extra}
+            **extra}
     response = api.post(f"{BASE}/probe/deployments/", body, format="json")
     assert response.status_code == 201, response.json()
     return response.json()
@@ -137,7 +137,7 @@ def test_the_scoring_script_sees_only_what_it_was_given(owner_api, client, folde
     deploy(owner_api, folders / "snoop", model={"path": str(folders / "model")},
            environment_variables={"MINE": "yes"})
     row = settle("blue")
-    model_dir = str(folders / "model")
+    model_dir = str(reconcile.local.MODEL_DIR / "model")  # Azure ML's layout: AZUREML_MODEL_DIR/<the model's own name>
     paths = [str(path), str(settings.VAR_DIR), str(settings.BASE_DIR), str(settings.DOCKYARD_DEPLOYMENT_DIR),
              str(Path(row.runner["folder"]) / runner.LOG_FILE), f"{model_dir}/weights.txt", "/root"]
     answer = score(client, key_of(owner_api), {"paths": paths})
@@ -153,6 +153,10 @@ def test_the_scoring_script_sees_only_what_it_was_given(owner_api, client, folde
     assert result["uid"] != 0 and result["network"] == "refused"
     assert result["environ"]["MINE"] == "yes" and "DATABASE_URL" not in result["environ"]
     assert "SECRET_KEY" not in result["environ"] and "CELERY_BROKER_URL" not in result["environ"]
+    assert result["environ"]["AZUREML_MODEL_DIR"] == str(reconcile.local.MODEL_DIR)
+    # the server reads that layout as Azure ML's (<name>/<version>): no NotADirectoryError at start any more
+    log = (Path(row.runner["folder"]) / runner.LOG_FILE).read_text()
+    assert "NotADirectoryError" not in log and "Error while fetching model IDs" not in log, log
     reconcile.local.stop_local(deployment("blue"))
 
 
@@ -203,7 +207,7 @@ def test_code_or_model_outside_the_shared_folders_is_refused(owner_api, where, t
                    "symlink-out": (folders / "adder", folders / "link")}[where]
     deploy(owner_api, folders / "adder")  # (the endpoint, and a deployment that is fine)
     body = {"name": "bad", "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused"}, **({"model": {"path": str(model)}} if model else {})}
+            **({"model": {"path": str(model)}} if model else {})}
     response = owner_api.post(f"{BASE}/probe/deployments/", body, format="json")
     error = assert_error(response, 400, "InvalidDeployment", "model.path" if model else "code_configuration.code")
     assert "DOCKYARD_LOCAL_PATHS" in error["message"], error

@@ -46,14 +46,14 @@ def test_a_model_folder_with_an_mlmodel_file_is_an_mlflow_model(api, tmp_path):
     create_endpoint(api)
     body = local_deployment(model=str(tmp_path / "model"), code_configuration=None)
     response = api.post(f"{BASE}/my-ep/deployments/", body, format="json")
-    # no code_configuration needed for MLflow; but the MLflow minimum (2 CPU, 4 GB) is over defaultinstancetype's
-    assert_error(response, 400, "InvalidDeployment", target="instance_type")
+    # MLflow needs no code_configuration on Azure ML; a local deployment has no no-code MLflow server to run it with
+    assert_error(response, 400, "InvalidDeployment", target="model.type")
     assert "MLflow" in response.json()["error"]["message"]
 
 
 def test_a_deployment_body_sent_back_as_read_is_unchanged(api):
     create_endpoint(api)
-    shown = create_deployment(api)  # no resources: the body shows defaultinstancetype's, limits equal to its own
+    shown = create_deployment(api)  # a local deployment: no instance type, no resources (shown as null and {})
     response = api.patch(f"{BASE}/my-ep/deployments/blue/", {"resources": shown["resources"]}, format="json")
     assert response.status_code == 200, response.json()
     assert OnlineDeployment.objects.get(name="blue").generation == 1

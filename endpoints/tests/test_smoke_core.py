@@ -36,7 +36,7 @@ def test_local_endpoint_scores(owner_api, workspace, client):
     key = response.json()["keys"]["primaryKey"]
     reconcile.reconcile_endpoint(OnlineEndpoint.objects.select_related("workspace").get(name="adder"))
     body = {"name": "blue", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"},
-            "environment": {"image": "unused"}, "environment_variables": {"DEPLOYMENT_NAME": "blue"}}
+            "environment_variables": {"DEPLOYMENT_NAME": "blue"}}
     response = owner_api.post(f"{BASE}/adder/deployments/", body, format="json")
     assert response.status_code == 201, response.json()
     deployment = settle("blue")

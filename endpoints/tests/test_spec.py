@@ -14,7 +14,9 @@ GPU = "nvidia.com/gpu"
 SMALL = Shape("small", {}, {"cpu": "1", "memory": "2Gi"}, {"cpu": "4", "memory": "8Gi"}, 0)
 GPU_SHAPE = Shape("gpu-small", {"accelerator": "nvidia"}, {"cpu": "700m", "memory": "1500Mi"}, {"cpu": "4", "memory": "16Gi"}, 2)
 BIG = Shape("big", {}, {"cpu": "2", "memory": "4Gi"}, {"cpu": "8", "memory": "32Gi"}, 0)
-SHAPES = {"default": DEFAULT_SHAPE, "small": SMALL, "gpu": GPU_SHAPE, "big": BIG}
+# Azure ML's GPU inference example pairs `nvidia.com/gpu: 1` with a 1-GPU instance type like this one
+ONE_GPU = Shape("gpu-one", {}, {"cpu": "1", "memory": "4Gi"}, {"cpu": "6", "memory": "56Gi"}, 1)
+SHAPES = {"default": DEFAULT_SHAPE, "small": SMALL, "gpu": GPU_SHAPE, "big": BIG, "one-gpu": ONE_GPU}
 # The seed's own resources example (its `#nvidia.com/gpu: 0` left commented out).
 SEED_EXAMPLE = {"requests": {"cpu": "0.1", "memory": "0.2Gi"}, "limits": {"cpu": "0.2", "memory": "0.5Gi"}}
 
@@ -74,12 +76,16 @@ def test_endpoint_defaults():
                     "traffic": {}, "mirror_traffic": {}}
 
 
-@pytest.mark.parametrize("auth_mode", ["key", "aml_token"])
-def test_auth_modes_accepted(auth_mode):
-    assert parse_endpoint(endpoint(auth_mode=auth_mode))["auth_mode"] == auth_mode
+@pytest.mark.parametrize("auth_mode, stored", [
+    ("key", "key"), ("aml_token", "aml_token"),
+    # Azure ML's SDK reads the enum through its camel-to-snake transform, so these are the same two values
+    ("Key", "key"), ("KEY", "key"), ("AMLToken", "aml_token"), ("AmlToken", "aml_token"), ("AML_TOKEN", "aml_token"),
+])
+def test_auth_modes_accepted(auth_mode, stored):
+    assert parse_endpoint(endpoint(auth_mode=auth_mode))["auth_mode"] == stored
 
 
-@pytest.mark.parametrize("auth_mode", ["aad_token", "Key", "token", "", 1, ["key"]])
+@pytest.mark.parametrize("auth_mode", ["aad_token", "AADToken", "token", "", 1, ["key"]])
 def test_auth_modes_refused(auth_mode):
     """aad_token needs Microsoft Entra ID, which a self-hosted control plane does not have."""
     with pytest.raises(SpecErrors) as exc:
@@ -130,8 +136,25 @@ def test_endpoint_other_fields_refused(fields, target):
     assert targets(exc) == [target]
 
 
+@pytest.mark.parametrize("field, value, words", [
+    ("identity", {"type": "system_assigned"}, "Microsoft Entra ID"),
+    ("location", "westeurope", "no Azure regions"),
+    ("public_network_access", "disabled", "no private endpoints"),
+    ("public_network_access", "Disabled", "no private endpoints"),
+])
+def test_azure_only_endpoint_fields_are_refused_with_the_reason(field, value, words):
+    with pytest.raises(SpecErrors) as exc:
+        parse_endpoint(endpoint(**{field: value}))
+    assert targets(exc) == [field] and words in exc.value.errors[0][1]
+
+
+@pytest.mark.parametrize("value", ["enabled", "Enabled", "ENABLED"])
+def test_public_network_access_enabled_is_what_dockyard_does(value):
+    assert parse_endpoint(endpoint(public_network_access=value))["public_network_access"] == "enabled"
+
+
 def test_endpoint_read_only_fields_are_ignored_so_a_shown_endpoint_can_be_sent_back():
-    spec = parse_endpoint(endpoint(scoring_uri="http://x/score", provisioning_state="Succeeded", keys={}, deployments=[]))
+    spec = parse_endpoint(endpoint(scoring_uri="http://x/score", provisioning_state="Succeeded", keys={}, deployments=[], kind="K8s"))
     assert "scoring_uri" not in spec and "provisioning_state" not in spec
 
 
@@ -221,7 +244,7 @@ def test_deployment_defaults():
     assert spec["resources"] is None
     assert spec["model"] is None
     assert spec["liveness_probe"] == spec["readiness_probe"] == PROBE_DEFAULTS
-    assert spec["request_settings"] == {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500}
+    assert spec["request_settings"] == {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1}
     assert spec["scale_settings"] == {"type": "default"}
     assert spec["environment_variables"] == {} and spec["tags"] == {}
 
@@ -408,13 +431,13 @@ def test_probes_refused(probe, value, target):
 
 def test_request_settings_defaults_and_overrides():
     spec = parse_deployment(deployment(request_settings={"request_timeout_ms": 90000}), "ep")
-    assert spec["request_settings"] == {"request_timeout_ms": 90000, "max_concurrent_requests_per_instance": 1, "max_queue_wait_ms": 500}
+    assert spec["request_settings"] == {"request_timeout_ms": 90000, "max_concurrent_requests_per_instance": 1}
 
 
 @pytest.mark.parametrize("value, target", [
     ({"request_timeout_ms": 0}, "request_settings.request_timeout_ms"),
     ({"max_concurrent_requests_per_instance": 0}, "request_settings.max_concurrent_requests_per_instance"),
-    ({"max_queue_wait_ms": -5}, "request_settings.max_queue_wait_ms"),
+    ({"max_queue_wait_ms": 500}, "request_settings.max_queue_wait_ms"),
     ({"request_timeout_ms": "5s"}, "request_settings.request_timeout_ms"),
     ({"retries": 3}, "request_settings.retries"),
     ([5000], "request_settings"),
@@ -430,13 +453,18 @@ def test_request_settings_refused(value, target):
     ({"type": "default"}, {"type": "default"}),
     ({}, {"type": "default"}),
     ({"type": "target_utilization"},
-     {"type": "target_utilization", "min_instances": 1, "max_instances": 1, "target_utilization_percentage": 70, "polling_interval": 1}),
-    ({"type": "target_utilization", "min_instances": 2, "max_instances": 5, "target_utilization_percentage": 50, "polling_interval": 10},
-     {"type": "target_utilization", "min_instances": 2, "max_instances": 5, "target_utilization_percentage": 50, "polling_interval": 10}),
+     {"type": "target_utilization", "min_instances": 1, "max_instances": 1, "target_utilization_percentage": 70}),
+    ({"type": "target_utilization", "min_instances": 2, "max_instances": 5, "target_utilization_percentage": 50},
+     {"type": "target_utilization", "min_instances": 2, "max_instances": 5, "target_utilization_percentage": 50}),
+    # Azure ML's camel-to-snake transform: the enum's other spellings are the same values
+    ({"type": "TargetUtilization", "max_instances": 2},
+     {"type": "target_utilization", "min_instances": 1, "max_instances": 2, "target_utilization_percentage": 70}),
+    ({"type": "Default"}, {"type": "default"}),
+    ({"type": "DEFAULT"}, {"type": "default"}),
     ({"type": "target_utilization", "max_instances": 4},
-     {"type": "target_utilization", "min_instances": 1, "max_instances": 4, "target_utilization_percentage": 70, "polling_interval": 1}),
+     {"type": "target_utilization", "min_instances": 1, "max_instances": 4, "target_utilization_percentage": 70}),
     ({"type": "target_utilization", "min_instances": 3, "max_instances": 3, "target_utilization_percentage": 100},
-     {"type": "target_utilization", "min_instances": 3, "max_instances": 3, "target_utilization_percentage": 100, "polling_interval": 1}),
+     {"type": "target_utilization", "min_instances": 3, "max_instances": 3, "target_utilization_percentage": 100}),
 ])
 def test_scale_settings_accepted(value, parsed):
     body = deployment() if value is None else deployment(scale_settings=value)
@@ -445,7 +473,7 @@ def test_scale_settings_accepted(value, parsed):
 
 @pytest.mark.parametrize("value, target", [
     pytest.param({"type": "manual"}, "scale_settings.type", id="unknown-type"),
-    pytest.param("default", "scale_settings.type", id="a-string"),
+    pytest.param("default", "scale_settings", id="a-string"),
     pytest.param({"type": "default", "min_instances": 2}, "scale_settings.min_instances", id="default-with-min"),
     pytest.param({"type": "target_utilization", "min_instances": 3, "max_instances": 2}, "scale_settings.min_instances", id="min-above-max"),
     pytest.param({"type": "target_utilization", "min_instances": 2}, "scale_settings.min_instances", id="min-above-default-max"),
@@ -453,7 +481,8 @@ def test_scale_settings_accepted(value, parsed):
     pytest.param({"type": "target_utilization", "max_instances": 0}, "scale_settings.max_instances", id="max-zero"),
     pytest.param({"type": "target_utilization", "target_utilization_percentage": 0}, "scale_settings.target_utilization_percentage", id="target-zero"),
     pytest.param({"type": "target_utilization", "target_utilization_percentage": 101}, "scale_settings.target_utilization_percentage", id="target-over-100"),
-    pytest.param({"type": "target_utilization", "polling_interval": 0}, "scale_settings.polling_interval", id="polling-zero"),
+    pytest.param({"type": "target_utilization", "polling_interval": 1}, "scale_settings.polling_interval", id="polling-interval"),
+    pytest.param({"type": "target_utilization_percentage"}, "scale_settings.type", id="not-a-type"),
     pytest.param({"type": "target_utilization", "cooldown": 5}, "scale_settings.cooldown", id="unknown-field"),
 ])
 def test_scale_settings_refused(value, target):
@@ -470,6 +499,54 @@ def test_deployment_other_fields_refused(fields, target):
     with pytest.raises(SpecErrors) as exc:
         parse_deployment(deployment(**fields), "ep")
     assert targets(exc) == [target]
+
+
+@pytest.mark.parametrize("fields, target, words", [
+    ({"model_mount_path": "/var/model"}, "model_mount_path", "does not mount models"),
+    ({"data_collector": {"collections": {}}}, "data_collector", "log inputs and outputs"),
+    ({"egress_public_network_access": "disabled"}, "egress_public_network_access", "managed online deployment"),
+    ({"private_network_connection": True}, "private_network_connection", "managed online deployment"),
+    ({"request_settings": {"max_queue_wait_ms": 500}}, "request_settings.max_queue_wait_ms", "no request queue"),
+    ({"scale_settings": {"type": "target_utilization", "polling_interval": 1}}, "scale_settings.polling_interval",
+     "horizontal-pod-autoscaler-sync-period"),
+    ({"scale_settings": {"type": "default", "polling_interval": 1}}, "scale_settings.polling_interval",
+     "horizontal-pod-autoscaler-sync-period"),
+    ({"environment": {"image": "x", "inference_config": {"scoring_route": {"port": 1}}}}, "environment.inference_config",
+     "Custom container routes"),
+    ({"app_insights_enabled": "yes"}, "app_insights_enabled", "true or false"),
+])
+def test_fields_dockyard_does_not_act_on_are_refused_with_the_reason(fields, target, words):
+    with pytest.raises(SpecErrors) as exc:
+        parse_deployment(deployment(**fields), "ep")
+    assert targets(exc) == [target] and words in exc.value.errors[0][1]
+
+
+@pytest.mark.parametrize("value, stored", [("kubernetes", "kubernetes"), ("Kubernetes", "kubernetes"), ("managed", "managed"),
+                                           ("Managed", "managed")])
+def test_the_deployment_type_is_read_as_azure_ml_reads_it(value, stored):
+    assert parse_deployment(deployment(type=value), "ep")["type"] == stored
+
+
+@pytest.mark.parametrize("value", ["k8s", "", 1])
+def test_deployment_types_refused(value):
+    with pytest.raises(SpecErrors) as exc:
+        parse_deployment(deployment(type=value), "ep")
+    assert targets(exc) == ["type"]
+
+
+@pytest.mark.parametrize("value, stored", [("mlflow_model", "mlflow_model"), ("MLFLOW_MODEL", "mlflow_model"),
+                                           ("Custom_Model", "custom_model")])
+def test_model_types_are_case_insensitive(value, stored):
+    body = deployment(model={"path": "./model", "type": value})
+    assert parse_deployment(body, "ep")["model"]["type"] == stored
+
+
+def test_every_accepted_field_is_acted_on_or_says_why_not():
+    """The audit: a refused field is never also accepted, and every stored-only field is one the parser accepts."""
+    from endpoints import spec
+    assert not set(spec.DEPLOYMENT_REFUSED) & spec.DEPLOYMENT_FIELDS and not set(spec.ENDPOINT_REFUSED) & spec.ENDPOINT_FIELDS
+    accepted = spec.DEPLOYMENT_FIELDS | spec.ENDPOINT_FIELDS | {f"environment.{key}" for key in spec.ENVIRONMENT_FIELDS}
+    assert set(spec.STORED_ONLY) <= accepted and all(reason.endswith(".") for reason in spec.STORED_ONLY.values())
 
 
 def test_deployment_read_only_fields_are_ignored_so_a_shown_deployment_can_be_sent_back():
@@ -543,6 +620,11 @@ def test_the_seeds_example_with_its_gpu_line_uncommented_as_zero_is_accepted():
                  {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi", GPU: 1}}, id="one-gpu-as-a-string"),
     pytest.param("gpu", resources({"cpu": "1", "memory": "4Gi"}, {"cpu": "2", GPU: 0}),
                  {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2"}}, id="zero-gpus-is-no-gpu"),
+    # GPUs may equal the instance type's: whole devices no side process uses (cpu and memory keep their headroom)
+    pytest.param("gpu", resources({"cpu": "1", "memory": "4Gi"}, {"cpu": "2", "memory": "8Gi", GPU: 2}),
+                 {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi", GPU: 2}}, id="all-the-types-gpus"),
+    pytest.param("one-gpu", resources({"cpu": "1", "memory": "4Gi"}, {"cpu": "2", "memory": "8Gi", GPU: 1}),
+                 {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi", GPU: 1}}, id="one-gpu-on-a-one-gpu-type"),
 ])
 def test_resources_accepted(shape, body, expected):
     resolved, errors = resolve_resources(body, SHAPES[shape], mlflow=False)
@@ -628,10 +710,10 @@ REFUSED = [
     pytest.param("small", resources(limits={"memory": "8192Mi"}), ["resources.limits.memory"], id="memory-limit-equal-in-Mi"),
     pytest.param("small", resources(limits={"memory": "9Gi"}), ["resources.limits.memory"], id="memory-limit-above"),
     pytest.param("small", resources(limits={"cpu": "4", "memory": "8Gi"}), ["resources.limits.cpu", "resources.limits.memory"], id="both-equal"),
-    pytest.param("gpu", resources(limits={"cpu": "2", "memory": "2Gi", GPU: 2}), [f"resources.limits.{GPU}"], id="gpu-limit-equal"),
     pytest.param("gpu", resources(limits={"cpu": "2", "memory": "2Gi", GPU: 3}), [f"resources.limits.{GPU}"], id="gpu-limit-above"),
     pytest.param("small", resources(limits={"cpu": "2", "memory": "2Gi", GPU: 1}), [f"resources.limits.{GPU}"], id="gpu-on-a-cpu-type"),
     # no instance type named: validated against defaultinstancetype (limits 2 CPU, 2Gi)
+    pytest.param("one-gpu", resources(limits={"cpu": "2", "memory": "2Gi", GPU: 2}), [f"resources.limits.{GPU}"], id="two-gpus-on-a-one-gpu-type"),
     pytest.param("default", resources(limits={"cpu": "2"}), ["resources.limits.cpu"], id="default-cpu-limit-equal"),
     pytest.param("default", resources(limits={"cpu": "3"}), ["resources.limits.cpu"], id="default-cpu-limit-above"),
     pytest.param("default", resources(limits={"memory": "2Gi"}), ["resources.limits.memory"], id="default-memory-limit-equal"),
@@ -659,6 +741,14 @@ def test_a_refused_limit_names_the_instance_type_and_its_limit():
     assert "small" in errors[0][1] and "4" in errors[0][1]
     _, errors = resolve_resources(resources(limits={"memory": "2Gi"}), DEFAULT_SHAPE, mlflow=False)
     assert "defaultinstancetype" in errors[0][1]
+
+
+def test_the_limit_messages_say_why_cpu_and_memory_stay_below_and_gpus_may_equal():
+    _, errors = resolve_resources(resources(limits={"cpu": "4"}), SMALL, mlflow=False)
+    assert "room for the server's own processes" in errors[0][1] and "GPU limits may equal" in errors[0][1]
+    _, errors = resolve_resources(resources(limits={"cpu": "2", "memory": "2Gi", GPU: 2}), ONE_GPU, mlflow=False)
+    assert errors == [(f"resources.limits.{GPU}", f"The {GPU} limit 2 cannot be more than the limit of instance type 'gpu-one' (1); "
+                                                  "it may be equal, as GPUs are whole devices no other process uses.")]
 
 
 # MLflow: requests of at least 2 CPU and 4 GB, with or without a resources section

@@ -62,7 +62,7 @@ def add(owner, endpoint, name: str, provisioning: str = ProvisioningState.SUCCEE
     """A local deployment of the adder script, left where a worker would leave it."""
     deployment = deployment_create(user=owner, endpoint=endpoint, data={
         "name": name, "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"},
-        "environment": {"image": "unused-locally"}, "environment_variables": {"DEPLOYMENT_NAME": name}})
+        "environment_variables": {"DEPLOYMENT_NAME": name}})
     running = {"state": "Running", "replicas": 1, "ready_replicas": 1, "restarts": 0, "reason": ""}
     OnlineDeployment.objects.filter(pk=deployment.pk).update(provisioning_state=provisioning, status={**running, **status})
     return OnlineDeployment.objects.get(pk=deployment.pk)
@@ -214,10 +214,22 @@ def test_cards_show_state_instance_type_replicas_restarts_and_reason(client_as, 
         reason="The server exited with code 1 and is restarted (restart 2).")
     body = text(client_as("reader").get(EP))
     blue = card_of(body, "blue")
-    assert 'data-state="Updating"' in blue and "none — local runs on the worker's host" in blue
+    assert 'data-state="Updating"' in blue and "none (local) — the server runs on the worker's host" in blue
     assert "<strong>0</strong> / 1 ready" in blue and "<th>Restarts</th><td>2</td>" in blue
     assert "restarted (restart 2)" in blue and f"in {ADDER}" in blue and ">score.py<" in blue
-    assert "requests cpu=100m, memory=2Gi" in blue  # the default instance type's shape, as resolved
+    assert "<th>Resources</th><td class=\"small\">—</td>" in blue  # a local process is not limited
+
+
+def test_the_being_created_line_is_part_of_the_card_and_goes_when_it_succeeded(client_as, owner, endpoint):
+    """Not a flash message, which stayed on the page after the deployment succeeded: the polled card says it."""
+    response = client_as("contributor").post(f"{EP}deployments/new/form/", DEPLOYMENT_FORM, follow=True)
+    page = text(response)
+    assert "Deployment blue added." in page and "is being created" not in page
+    assert "Being created: give it traffic once it is Succeeded." in card_of(page, "blue")
+    OnlineDeployment.objects.filter(name="blue").update(provisioning_state=ProvisioningState.SUCCEEDED,
+                                                        status={"state": "Running", "replicas": 1, "ready_replicas": 1})
+    polled = text(client_as("contributor").get(f"{EP}status/"))
+    assert "Being created" not in polled and 'data-state="Succeeded"' in polled
 
 
 def test_kubernetes_cards_have_the_instance_count_form(client_as, kube_endpoint):
@@ -260,6 +272,8 @@ def test_saving_a_valid_split(client_as, blue_green):
     assert endpoint.traffic == {"blue": 0, "green": 100} and endpoint.mirror_traffic == {"blue": 20}
     follow = text(client.get(EP))
     assert "Traffic saved: green 100%; 20% mirrored to blue." in follow
+    # the sliders now hold the saved split: nothing is ready to save until one moves
+    assert "— as saved" in follow and "ready to save" not in follow and "data-traffic-changed" not in follow
 
 
 @pytest.mark.parametrize("form, target, message", [
@@ -366,6 +380,8 @@ def test_the_form_starts_with_the_venv_a_local_server_runs_in_and_its_yaml(clien
     body = text(client_as("contributor").get(f"{EP}deployments/new/form/"))
     assert f'value="{settings.DOCKYARD_INFERENCE_VENV}"' in field_block(body, "venv")
     assert "none (local)" in field_block(body, "instance_type")
+    # what a local deployment cannot take is not offered: no image, no resources
+    assert 'id="id_image"' not in body and 'id="id_requests_cpu"' not in body and 'id="id_limits_gpu"' not in body
     preview = yaml.safe_load(html.unescape(re.search(r'<code id="yaml-preview">(.*?)</code>', body, re.S).group(1)))
     assert preview["endpoint_name"] == "adder" and preview["environment"] == {"venv": str(settings.DOCKYARD_INFERENCE_VENV)}
     assert preview["code_configuration"] == {"code": "", "scoring_script": "score.py"}
@@ -389,7 +405,7 @@ def test_adding_a_deployment_through_the_form(client_as, endpoint):
     assert deployment.spec["code_configuration"] == {"code": str(ADDER), "scoring_script": "score.py"}
     assert deployment.spec["environment_variables"] == {"DEPLOYMENT_NAME": "blue"}
     assert deployment.spec["environment"] == {"venv": VENV}
-    assert deployment.instance_type == "defaultinstancetype" and deployment.provisioning_state == ProvisioningState.CREATING
+    assert deployment.instance_type == "" and deployment.provisioning_state == ProvisioningState.CREATING  # none locally
 
 
 @pytest.mark.parametrize("change, field, message", [
@@ -398,9 +414,8 @@ def test_adding_a_deployment_through_the_form(client_as, endpoint):
     ({"scoring_script": "missing.py"}, "scoring_script", "There is no missing.py"),
     ({"name": "b"}, "name", "3–32 letters"),
     ({"instance_count": "2"}, "instance_count", "instance_count must be 1"),
-    ({"requests_cpu": "4", "requests_memory": "1Gi"}, "requests_cpu", "cannot be more than"),
-    ({"requests_memory": "1Gi"}, "requests_cpu", "resources.requests.cpu is required"),
-    ({"requests_cpu": "1", "requests_memory": "1Gi", "limits_cpu": "2"}, "limits_cpu", "must be less than"),
+    ({"requests_cpu": "1", "requests_memory": "1Gi"}, "requests_cpu", "leave resources out"),  # local: not limited
+    ({"limits_cpu": "2"}, "requests_cpu", "leave resources out"),
     ({"environment_variables": "oops"}, "environment_variables", "is not key=value"),
     ({"model": str(ADDER.parent / "no-model-here")}, "model", "does not exist"),
     ({"model": "/no/model/here"}, "model", "is not under a folder this server shares"),
@@ -438,15 +453,14 @@ def test_a_taken_deployment_name_is_a_conflict_at_the_name(client_as, owner, end
 
 def test_pasting_a_deployment_yaml(client_as, endpoint):
     document = (f"name: green\ncode_configuration:\n  code: {ADDER}\n  scoring_script: score.py\n"
-                "environment:\n  image: unused\nenvironment_variables:\n  DEPLOYMENT_NAME: green\n")
+                "environment_variables:\n  DEPLOYMENT_NAME: green\n")
     response = client_as("contributor").post(f"{EP}deployments/new/paste/", {"yaml": document})
     assert response.status_code == 302
     assert OnlineDeployment.objects.get(name="green").spec["environment_variables"] == {"DEPLOYMENT_NAME": "green"}
 
 
 def test_pasting_an_uploaded_file(client_as, endpoint):
-    upload = SimpleUploadedFile("blue.yml", f"name: blue\ncode_configuration: {{code: {ADDER}, scoring_script: score.py}}\n"
-                                            "environment: {image: unused}\n".encode())
+    upload = SimpleUploadedFile("blue.yml", f"name: blue\ncode_configuration: {{code: {ADDER}, scoring_script: score.py}}\n".encode())
     assert client_as("contributor").post(f"{EP}deployments/new/paste/", {"yaml_file": upload}).status_code == 302
     assert OnlineDeployment.objects.filter(name="blue").exists()
 
@@ -518,6 +532,16 @@ def test_the_test_tab_shows_why_no_deployment_answered(client_as, owner, endpoin
     body = text(client_as("contributor").post(f"{EP}test/", {"request": "{}"}, HTTP_HX_REQUEST="true"))
     assert 'data-testid="test-status">404 NoTraffic<' in body and "sends no traffic to any deployment" in html.unescape(body)
     assert answers == []
+
+
+def test_a_failed_answer_links_to_the_deployments_logs(client_as, blue_green, monkeypatch):
+    def forward(deployment, body, content_type):
+        return dataplane.Answer(500, "text/plain", b"An unexpected error occurred in scoring script.", deployment.name)
+
+    monkeypatch.setattr(dataplane, "forward", forward)
+    body = text(client_as("contributor").post(f"{EP}test/", {"request": "{}", "deployment": "green"}, HTTP_HX_REQUEST="true"))
+    assert 'data-testid="test-status">500 Internal Server Error<' in body
+    assert f'href="{EP}logs/?deployment=green" data-testid="test-logs-link"' in body
 
 
 def test_the_test_tab_is_for_contributors(client_as, blue_green, answers):

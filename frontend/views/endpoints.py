@@ -155,6 +155,7 @@ def details_context(context: dict, data=None, traffic_errors=(), card_errors=Non
     total = sum(int(row["value"]) for row in rows if str(row["value"]).isdigit())
     return {
         "traffic": rows, "traffic_total": total, "traffic_errors": list(traffic_errors),
+        "traffic_changed": data is not None,  # the sliders show what was posted (refused), not what is saved
         "mirror_name": mirror_name, "mirror_percent": mirror_percent, "card_errors": card_errors or {},
     }
 
@@ -281,6 +282,7 @@ def run_test(endpoint: OnlineEndpoint, text: str, requested: str) -> dict:
         reason = HTTPStatus(answer.status).phrase
     except ValueError:  # a status of the model's own
         reason = ""
+    # a failed answer points at the server's log, where the scoring script's traceback is
     return {"status": answer.status, "reason": reason, "deployment": answer.deployment, "content_type": answer.content_type, "body": body,
             "elapsed_ms": elapsed, "ok": 200 <= answer.status < 300}
 
@@ -359,7 +361,7 @@ def deployment_create(request, ws, name):
             except USER_ERRORS as exc:
                 errors = error_rows(exc, target="name")  # a bare conflict is about the name
             else:
-                messages.success(request, f"Deployment {deployment.name} is being created; give it traffic once it is Succeeded.")
+                messages.success(request, f"Deployment {deployment.name} added.")  # its card says how it is doing, as it changes
                 return redirect(endpoint_url(ws, name))
     return deployment_form(request, context, data, errors)
 
@@ -382,9 +384,9 @@ def deployment_paste(request, ws, name):
         except USER_ERRORS as exc:
             errors = error_rows(exc)
         else:
-            messages.success(request, f"Deployment {deployment.name} is being created; give it traffic once it is Succeeded.")
+            messages.success(request, f"Deployment {deployment.name} added.")
             return redirect(endpoint_url(ws, name))
-    context.update(mode="yaml", yaml_text=text, yaml_errors=errors, example=forms.YAML_EXAMPLE)
+    context.update(mode="yaml", yaml_text=text, yaml_errors=errors, example=forms.LOCAL_YAML_EXAMPLE if context["local"] else forms.YAML_EXAMPLE)
     return render(request, "frontend/endpoints/deployment_form.html", context)
 
 

@@ -319,3 +319,35 @@ def test_a_kubernetes_endpoint_as_the_worker_leaves_it(transactional_db, people,
     expect(page.locator(".field", has=page.locator("#id_limits_cpu")).locator(".invalid-feedback")).to_contain_text(
         "must be less than")
     shot(page, "endpoints-19-kubernetes-form-error")
+
+
+def test_an_endpoint_page_without_deployments_runs_no_failing_script_and_a_saved_split_reads_as_saved(
+        transactional_db, people, page, shot):
+    """The traffic script ran on a page with no sliders (a TypeError); a just-saved split said "ready to save"."""
+    olivia, _ = people
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    endpoint, _ = endpoint_create(user=olivia, workspace=Workspace.objects.get(name="vision"), data={"name": "quiet", "compute": "local"})
+    sign_in(page, "olivia")
+    page.goto("/w/vision/endpoints/quiet/")
+    expect(page.get_by_text("No deployments yet")).to_be_visible()
+    page.wait_for_load_state("load")
+    shot(page, "endpoints-20-no-deployments")
+    assert errors == []
+
+    for name in ("blue", "green"):
+        deployment_create(user=olivia, endpoint=endpoint, data={
+            "name": name, "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}})
+    OnlineDeployment.objects.update(provisioning_state=ProvisioningState.SUCCEEDED,
+                                    status={"state": "Running", "replicas": 1, "ready_replicas": 1, "restarts": 0})
+    page.goto("/w/vision/endpoints/quiet/")
+    page.locator("#traffic-blue").fill("100")
+    expect(page.locator("[data-traffic-hint]")).to_have_text("— ready to save")
+    page.get_by_role("button", name="Save traffic").click()
+    expect(page.get_by_text("Traffic saved: blue 100%.")).to_be_visible()
+    expect(page.locator("[data-traffic-hint]")).to_have_text("— as saved")
+    shot(page, "endpoints-21-traffic-as-saved")
+    page.locator("#traffic-blue").fill("60")
+    page.locator("#traffic-green").fill("40")
+    expect(page.locator("[data-traffic-hint]")).to_have_text("— ready to save")
+    assert errors == []

@@ -82,8 +82,19 @@ document.addEventListener("htmx:beforeCleanupElement", (event) => bootstrap.Tool
 // Traffic sliders: <form data-traffic-form> holds one <input type=range data-traffic-slider> per deployment, each with a
 // number box (data-traffic-number = the slider's id). The total is shown as they move; Save works at 0 or 100 only
 // (the server checks again).
+// "as saved" until something moves: right after a save the sliders hold the saved split, nothing is ready to save.
+function trafficChanged(form) {
+  if (form.hasAttribute("data-traffic-changed")) return true; // a refused post: the sliders show what was posted
+  const fields = [...form.querySelectorAll("[data-traffic-slider], #mirror-percent")];
+  const select = form.querySelector("#mirror-deployment");
+  // a select with no `selected` option starts on its first one
+  const initial = select && ([...select.options].find((option) => option.defaultSelected) || select.options[0]);
+  return fields.some((field) => field.value !== field.defaultValue) || Boolean(select && select.value !== initial?.value);
+}
+
 function showTraffic(form) {
   const sliders = [...form.querySelectorAll("[data-traffic-slider]")];
+  if (!sliders.length) return; // no deployments yet: no sliders, no total
   const total = sliders.reduce((sum, slider) => sum + Number(slider.value), 0);
   const valid = total === 0 || total === 100;
   form.querySelector("[data-traffic-total]").textContent = total;
@@ -91,7 +102,7 @@ function showTraffic(form) {
   const off = total > 100 ? `${total - 100} too many` : `${100 - total} short of 100`;
   const save = form.querySelector("[data-traffic-save]");
   form.querySelector("[data-traffic-hint]").textContent = valid
-    ? (total === 0 ? "— no deployment takes traffic" : (save ? "— ready to save" : ""))
+    ? (total === 0 ? "— no deployment takes traffic" : (save ? (trafficChanged(form) ? "— ready to save" : "— as saved") : ""))
     : `— must be 0 or 100 (${off})`;
   if (save) save.disabled = !valid;
   for (const slider of sliders) {

@@ -393,6 +393,25 @@ def test_a_job_the_cluster_refuses_fails_with_the_servers_message_and_leaves_not
     assert not fake_kube.requests.all()  # refused: no retry until the spec changes
 
 
+def test_a_quantity_the_cluster_cannot_convert_fails_the_job_instead_of_retrying_for_ever(api, fake_kube, compute):
+    add_instance_type(api, compute, {"name": "odd", "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                                  "limits": {"cpu": "1", "memory": "1Gi"}}})
+    # The API refuses such a quantity itself; a record that got past it (kubectl-made, an older rule) meets the
+    # cluster's answer: a 500 for a permanent problem (the apply's conversion to batch/v1), not a transient one.
+    InstanceType.objects.filter(name="odd").update(limits={"cpu": "1 core", "memory": "1Gi"})
+    name = submit(api, resources={"instance_type": "odd"})
+    job = run_reconcile(name)
+    assert job.status == "Failed"
+    assert job.status_reason.startswith(
+        f"The cluster refused the job: failed to convert new object (default/{kube_job_name('team-a', name)}; "
+        "batch/v1, Kind=Job) to proper version: unable to convert unstructured object to batch/v1, Kind=Job: "
+        "quantities must match the regular expression")
+    assert [r.status for r in job_writes(fake_kube)] == [500]
+    fake_kube.requests.clear()
+    run_reconcile(name)
+    assert not fake_kube.requests.all()  # refused: no retry until the spec changes
+
+
 def test_a_forbidden_submit_fails_with_the_servers_message(api, fake_kube, compute):
     fake_kube.forbid(verb="patch", resource="jobs")
     job = run_reconcile(submit(api))

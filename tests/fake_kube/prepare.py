@@ -33,14 +33,17 @@ def _cannot_handle(rt: ResourceType, detail: str) -> ApiError:
     return bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}')
 
 
-def canonicalize_quantities(value, node: SchemaNode | None, rt: ResourceType):
-    """Parse every Quantity field (400 if one does not parse) and store it in canonical form."""
+def canonicalize_quantities(value, node: SchemaNode | None, rt: ResourceType | None):
+    """Parse every Quantity field and store it in canonical form; one that does not parse is a 400 (decoding), or
+    the QuantityError itself without `rt`."""
     if node is None:
         return value
     if node.is_quantity and value is not None:
         try:
             return canonical(value)
         except QuantityError as error:
+            if rt is None:
+                raise
             raise _cannot_handle(rt, str(error)) from None
     if isinstance(value, dict):
         for key in list(value):

@@ -84,8 +84,7 @@ def run_reconcile(name: str) -> Job:
 
 def observe(compute: ComputeTarget) -> None:
     """One look of the compute's observation loop (what tasks.observe_jobs does each tick)."""
-    jobs = list(Job.objects.filter(compute=compute, status__in=ACTIVE, runner__submitted=True)
-                .exclude(status=JobStatus.CANCEL_REQUESTED).select_related("workspace", "compute", "compute__cluster"))
+    jobs = tasks._watched(compute.pk)
     if jobs:
         observed = reconcile.observe_compute(jobs[0].compute, jobs)
         for job in jobs:
@@ -266,7 +265,7 @@ def test_logs_of_every_rank_are_fetched_incrementally_and_outlive_the_pods(api, 
     assert page["complete"] is True
 
 
-def test_a_log_read_that_fails_transiently_is_read_again_before_the_job_ends(api, fake_kube, compute):
+def test_a_log_read_that_fails_transiently_does_not_hold_up_the_status_and_is_read_again(api, fake_kube, compute):
     name = submit(api, resources={"instance_count": 2})
     kube_name = kube_job_name("team-a", name)
     for rank in range(2):
@@ -277,12 +276,39 @@ def test_a_log_read_that_fails_transiently_is_read_again_before_the_job_ends(api
     fake_kube.faults.once("500", path=rf"/pods/{rank1}/log$")
     observe(compute)
     job = load(name)
-    assert job.status == "Queued"  # not Completed without rank 1's last lines
+    assert job.status == "Completed"  # status first; rank 1's last lines are caught up later
     assert lines(name) == [("rank-0", "rank 0 last words")]
+    assert api.get(f"{BASE}/jobs/{name}/logs").json()["complete"] is False  # not every line is in yet
+    observe(compute)
+    assert lines(name) == [("rank-0", "rank 0 last words"), ("rank-1", "rank 1 last words")]  # none read twice
+    assert api.get(f"{BASE}/jobs/{name}/logs").json()["complete"] is True
+    fake_kube.requests.clear()
+    observe(compute)
+    assert not fake_kube.requests.find(subresource="log") and tasks._watched(compute.pk) == []
+
+
+def test_a_job_whose_kubelet_does_not_answer_completes_and_its_logs_are_caught_up_once(api, fake_kube, compute):
+    name = submit(api)
+    kube_name = kube_job_name("team-a", name)
+    fake_kube.plan_pods(name_prefix=f"{kube_name}-", run_seconds=5, logs="epoch 1\n")
+    run_reconcile(name)
+    fake_kube.advance(1)
+    observe(compute)
+    assert (load(name).status, lines(name)) == ("Running", [("", "epoch 1")])
+    pod = pods_of(fake_kube, name)[0]["metadata"]["name"]
+    fake_kube.append_pod_logs("default", pod, "epoch 2\nepoch 3")
+    fake_kube.fail_pod_logs("default", pod)  # its node lost its address: every log read is a 500
+    fake_kube.advance(5)
     observe(compute)
     job = load(name)
-    assert job.status == "Completed"
-    assert lines(name) == [("rank-0", "rank 0 last words"), ("rank-1", "rank 1 last words")]  # none read twice
+    assert (job.status, job.exit_code) == ("Completed", 0)
+    observe(compute)  # still failing: the job stays Completed, the loop keeps it for its log
+    assert lines(name) == [("", "epoch 1")] and [job.pk for job in tasks._watched(compute.pk)] == [job.pk]
+    fake_kube.fail_pod_logs("default", pod, None)
+    observe(compute)
+    observe(compute)
+    assert lines(name) == [("", "epoch 1"), ("", "epoch 2"), ("", "epoch 3")]  # caught up, nothing twice
+    assert tasks._watched(compute.pk) == [] and load(name).status == "Completed"
 
 
 def test_a_rank_whose_log_is_refused_does_not_cost_the_others_theirs(api, fake_kube, compute):

@@ -36,6 +36,7 @@ CERTIFICATE = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostna
 # retrying cannot help. A field the schema lacks or of the wrong JSON type fails the typing; a quantity that does not
 # parse in a built-in kind fails the conversion to its Go type.
 PERMANENT_500 = ("failed to create typed patch object", "failed to convert new object")
+POD_OWNERS = {"Job", "Deployment", "StatefulSet"}  # deleted in the foreground (see delete)
 PLURALS = {
     "Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "Job": "jobs",
     "Deployment": "deployments", "CustomResourceDefinition": "customresourcedefinitions",
@@ -381,8 +382,14 @@ def replace_spec(conn: Connection, manifest: dict) -> dict:
 
 
 def delete(conn: Connection, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
-    """Delete with foreground propagation; an object that is already gone is fine."""
-    body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+    """Start the deletion; an object that is already gone is fine.
+
+    Owners of pods are deleted in the foreground: they stay readable (deletionTimestamp, the foregroundDeletion
+    finalizer) until their pods are gone, so "gone" means the pods are too; callers look again until then. Other kinds
+    have no dependents: deleted in the background, they go at once (unless a finalizer of someone else's holds them).
+    """
+    policy = "Foreground" if kind in POD_OWNERS else "Background"
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": policy}
     try:
         request(conn, "DELETE", path_for(api_version, kind, name, namespace), body=body, content_type="application/json")
     except KubeNotFound:

@@ -333,11 +333,17 @@ def test_cancel_deletes_the_job_in_the_foreground_and_keeps_its_logs(api, fake_k
     fake_kube.append_pod_logs("default", pods_of(fake_kube, name)[0]["metadata"]["name"], "step 2")
     response = api.post(f"{BASE}/jobs/{name}/cancel")
     assert response.status_code == 202 and response.json()["status"] == "CancelRequested"
+    assert reconcile.reconcile_job(load(name)) == reconcile.LOOK_AGAIN
+    # As on a real cluster, the Job stays a moment (deletionTimestamp, foregroundDeletion) while its pods go first.
+    assert live_job(fake_kube, name)["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert load(name).status == "CancelRequested"
+    fake_kube.advance(1)
     job = run_reconcile(name)
     assert (job.status, job.status_reason) == ("Canceled", "Canceled by request.")
     assert job.end_time is not None and job.observed_generation == job.generation
-    (delete,) = [r for r in fake_kube.requests.find(verb="delete") if r.resource == "jobs"]
-    assert delete.body == {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+    deletes = [r for r in fake_kube.requests.find(verb="delete") if r.resource == "jobs"]
+    assert deletes and all(delete.body == {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+                           for delete in deletes)
     assert live_job(fake_kube, name) is None and not pods_of(fake_kube, name)
     assert lines(name) == [("", "step 1"), ("", "step 2")]  # read before the pod went
     assert api.post(f"{BASE}/jobs/{name}/cancel").status_code == 400  # it has ended
@@ -351,6 +357,8 @@ def test_deleting_the_record_removes_the_cluster_objects_first(api, fake_kube, c
     batch.patch_namespaced_job(kube_name, "default", {"metadata": {"finalizers": ["example.com/hold"]}})
     assert api.delete(f"{BASE}/jobs/{name}/").status_code == 202
 
+    assert reconcile.reconcile_job(load(name)) == reconcile.LOOK_AGAIN
+    fake_kube.advance(1)  # the garbage collector deletes the pods of the foreground-deleted Job
     assert reconcile.reconcile_job(load(name)) == reconcile.LOOK_AGAIN
     job = load(name)  # the row stays while the Job does
     assert job.deleting and live_job(fake_kube, name)["metadata"]["deletionTimestamp"]

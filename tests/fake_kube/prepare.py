@@ -79,8 +79,37 @@ def decode(obj: dict, rt: ResourceType, validation: str, warnings: list[str]) ->
                                  f"{'quantity' if 'resources' in path else 'the declared type'}")
     _unknown(unknown, rt, validation, warnings)
     strip_unknown(obj, unknown)
-    canonicalize_quantities(obj, builtin_node(rt.api_version, rt.kind), rt)
+    node = builtin_node(rt.api_version, rt.kind)
+    canonicalize_quantities(obj, node, rt)
+    status = obj.pop("status", None)  # (controllers write status; what they write is what they mean)
+    drop_empty(obj, node)
+    if status is not None:
+        obj["status"] = status
     return obj, [required(p) for p in missing if not p.startswith("metadata")]
+
+
+def drop_empty(value, node: SchemaNode | None) -> None:
+    """Go's omitempty on the way back: empty lists and maps of optional fields are not stored (`env: []` reads back
+    without `env`); empty structs stay (`emptyDir: {}`)."""
+    if node is None:
+        return
+    if isinstance(value, dict):
+        needed = set(node.schema.get("required") or [])
+        for key in list(value):
+            child = node.child(key)
+            drop_empty(value[key], child)
+            if key not in needed and _empty_collection(value[key], child):
+                del value[key]
+    elif isinstance(value, list):
+        for item in value:
+            drop_empty(item, node.items())
+
+
+def _empty_collection(value, node: SchemaNode | None) -> bool:
+    if value == []:
+        return True
+    is_map = node is not None and "additionalProperties" in node.schema and not node.schema.get("properties")
+    return value == {} and is_map
 
 
 def _unknown(paths: list[str], rt: ResourceType, validation: str, warnings: list[str]) -> None:

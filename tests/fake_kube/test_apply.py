@@ -187,3 +187,22 @@ def test_reapplying_any_valid_manifest_is_a_no_op_even_after_controllers_ran(fak
     after = _apply(resource, manifest).to_dict()
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert after["metadata"].get("generation") == before["metadata"].get("generation")
+
+
+def test_empty_lists_and_maps_are_dropped_on_read_back_like_omitempty(kube_dynamic, kube_api):
+    jobs = kube_dynamic.resources.get(api_version="batch/v1", kind="Job")
+    body = job_manifest("quiet")
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container.update(env=[], args=[])
+    body["spec"]["template"]["spec"].update(nodeSelector={}, volumes=[{"name": "scratch", "emptyDir": {}}])
+    container["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+    applied = _apply(jobs, body).to_dict()
+    live = applied["spec"]["template"]["spec"]
+    assert "env" not in live["containers"][0] and "args" not in live["containers"][0]
+    assert "nodeSelector" not in live and live["volumes"][0]["emptyDir"] == {}  # an empty struct stays
+    before = jobs.get(name="quiet", namespace="default").to_dict()
+    again = _apply(jobs, body).to_dict()
+    assert again["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # still a no-op
+    created = client.CoreV1Api(kube_api).create_namespaced_config_map(
+        "default", {"metadata": {"name": "cm", "labels": {}}, "data": {}}, _preload_content=False)
+    assert "labels" not in json.loads(created.data)["metadata"] and "data" not in json.loads(created.data)

@@ -17,7 +17,6 @@ from compute import reconcile as compute_reconcile
 from compute.models import ComputeTarget, InstanceType
 from compute.tasks import backoff
 from jobs import reconcile, tasks
-from jobs.choices import ACTIVE, JobStatus
 from jobs.manifests import kube_job_name
 from jobs.models import Job, JobSync
 from tests.e2e_support import attach as attach_through_the_worker

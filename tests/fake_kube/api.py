@@ -23,9 +23,9 @@ from .errors import (
     unsupported_media_type,
 )
 from .patches import json_patch, merge_patch, strategic_merge_patch
+from .quantity import QuantityError
 from .request import Call, Settings, object_body, parse_body
 from .resources import Registry, ResourceType
-from .quantity import QuantityError
 from .schemas import builtin_node, decode_problems
 from .selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from .store import Store, clone

@@ -4,7 +4,7 @@ import json
 import pytest
 from kubernetes import client
 
-from tests.fake_kube.helpers import deployment_manifest, job_manifest, status_of, valid_manifests
+from tests.fake_kube.helpers import deployment_manifest, job_manifest, reasonless_500, status_of, valid_manifests
 
 
 @pytest.fixture
@@ -112,13 +112,9 @@ def test_apply_needs_a_field_manager(kube_api):
 def test_apply_of_fields_not_in_the_schema_is_a_reasonless_500_like_the_real_server(deployments):
     body = deployment_manifest("web")
     body["spec"]["replica"] = 2
-    with pytest.raises(Exception) as caught:
-        _apply(deployments, body)
-    assert caught.value.status == 500
-    assert json.loads(caught.value.body) == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 500,
-        "message": "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
-                   ".spec.replica: field not declared in schema"}
+    assert reasonless_500(_apply, deployments, body) == (
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
+        ".spec.replica: field not declared in schema")
 
 
 QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -127,13 +123,9 @@ QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)
 def test_apply_of_a_built_in_with_a_bad_quantity_is_a_reasonless_500_like_the_real_server(kube_dynamic):
     jobs = kube_dynamic.resources.get(api_version="batch/v1", kind="Job")
     body = job_manifest("q", resources={"limits": {"cpu": "2 cores"}})
-    with pytest.raises(Exception) as caught:
-        _apply(jobs, body)
-    assert caught.value.status == 500
-    assert json.loads(caught.value.body) == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 500,
-        "message": "failed to convert new object (default/q; batch/v1, Kind=Job) to proper version: unable to "
-                   f"convert unstructured object to batch/v1, Kind=Job: {QUANTITY_FORMAT}"}
+    assert reasonless_500(_apply, jobs, body) == (
+        "failed to convert new object (default/q; batch/v1, Kind=Job) to proper version: unable to "
+        f"convert unstructured object to batch/v1, Kind=Job: {QUANTITY_FORMAT}")
     assert jobs.get(namespace="default").items == []  # nothing was written
 
 

@@ -32,7 +32,11 @@ STATUS_MESSAGE_CHARS = 300  # of a Kubernetes Status message kept in errors; any
 NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "record layer failure", "HTTP_REQUEST", "http request",
            "packet length too long", "unknown protocol", "wrong version number")
 CERTIFICATE = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostname mismatch", "doesn't match")
-UNTYPED_APPLY = "failed to create typed patch object"
+# kube-apiserver answers an apply it cannot type or convert with a 500 (kubernetes#122480): the object is at fault, so
+# retrying cannot help. A field the schema lacks or of the wrong JSON type fails the typing; a quantity that does not
+# parse in a built-in kind fails the conversion to its Go type.
+PERMANENT_500 = ("failed to create typed patch object", "failed to convert new object")
+POD_OWNERS = {"Job", "Deployment", "StatefulSet"}  # deleted in the foreground (see delete)
 PLURALS = {
     "Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "Job": "jobs",
     "Deployment": "deployments", "CustomResourceDefinition": "customresourcedefinitions",
@@ -309,8 +313,7 @@ def _classified(conn: Connection, exc: ApiException, endpoint: addresses.Endpoin
         reason = str(exc.reason or "")
         return _tls_failure(endpoint, reason) if reason.startswith("SSLError") else KubeTransient(unreachable(endpoint))
     message, reason = _status_message(exc)
-    if exc.status == 500 and message.startswith(UNTYPED_APPLY):
-        # kube-apiserver answers an apply with a field its schema lacks with a 500 (kubernetes#122480): not transient.
+    if exc.status == 500 and message.startswith(PERMANENT_500):
         return KubeRejected(message, 422, "Invalid")
     if exc.status in TRANSIENT_STATUSES:
         retry_after = _retry_after(exc)
@@ -379,8 +382,14 @@ def replace_spec(conn: Connection, manifest: dict) -> dict:
 
 
 def delete(conn: Connection, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
-    """Delete with foreground propagation; an object that is already gone is fine."""
-    body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+    """Start the deletion; an object that is already gone is fine.
+
+    Owners of pods are deleted in the foreground: they stay readable (deletionTimestamp, the foregroundDeletion
+    finalizer) until their pods are gone, so "gone" means the pods are too; callers look again until then. Other kinds
+    have no dependents: deleted in the background, they go at once (unless a finalizer of someone else's holds them).
+    """
+    policy = "Foreground" if kind in POD_OWNERS else "Background"
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": policy}
     try:
         request(conn, "DELETE", path_for(api_version, kind, name, namespace), body=body, content_type="application/json")
     except KubeNotFound:

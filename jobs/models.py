@@ -6,7 +6,9 @@ from compute.models import ComputeTarget
 from controlplane.text import StoredCharField, StoredTextField
 from workspaces.models import Workspace
 
-from .choices import JobStatus, Target
+from .choices import TERMINAL, JobStatus, Target
+
+LOGS_BEHIND = "logs_behind"  # runner key: a pod's log read failed transiently; later looks catch the lines up
 
 
 class Job(models.Model):
@@ -56,6 +58,11 @@ class Job(models.Model):
 
     def __str__(self):
         return f"{self.workspace_id}/{self.name}"
+
+    @property
+    def logs_complete(self) -> bool:
+        """The job has ended and every line is in (none of its pods' logs is still to be caught up)."""
+        return self.status in TERMINAL and not (self.runner or {}).get(LOGS_BEHIND)
 
     @property
     def duration(self) -> float | None:

@@ -13,7 +13,7 @@ from controlplane.celery import enqueue_on_commit
 
 from . import reconcile
 from .choices import ACTIVE, JobStatus, Target
-from .models import Job, JobSync
+from .models import LOGS_BEHIND, Job, JobSync
 
 OBSERVE_EVERY = 2.0  # seconds between looks at a compute's Kubernetes jobs
 
@@ -42,9 +42,14 @@ def ensure_observed(compute_id: int) -> None:
         enqueue_on_commit(observe_jobs, compute_id)
 
 
+def _observed_jobs() -> Q:
+    """Submitted jobs the loop looks at: active ones, and ended ones whose last log lines are still to be fetched."""
+    return Q(runner__submitted=True) & (Q(status__in=ACTIVE) | Q(**{f"runner__{LOGS_BEHIND}": True}))
+
+
 def _watched(compute_id: int) -> list[Job]:
-    active = Job.objects.filter(compute_id=compute_id, deleting=False, runner__submitted=True, status__in=ACTIVE)
-    return list(active.exclude(status=JobStatus.CANCEL_REQUESTED).select_related("workspace", "compute", "compute__cluster"))
+    watched = Job.objects.filter(_observed_jobs(), compute_id=compute_id, deleting=False)
+    return list(watched.exclude(status=JobStatus.CANCEL_REQUESTED).select_related("workspace", "compute", "compute__cluster"))
 
 
 @shared_task(bind=True, acks_late=True, max_retries=10)
@@ -91,7 +96,7 @@ def resync_jobs() -> int:
     ids = list(Job.objects.filter(behind | unplaced | lost_local).values_list("pk", flat=True))
     for pk in ids:
         reconcile_job.delay(pk, tick=True)
-    computes = set(Job.objects.filter(runner__submitted=True, status__in=ACTIVE).exclude(target=Target.LOCAL)
+    computes = set(Job.objects.filter(_observed_jobs()).exclude(target=Target.LOCAL)
                    .values_list("compute_id", flat=True))
     synced = {sync.compute_id for sync in JobSync.objects.filter(compute_id__in=computes) if not _stale(sync.heartbeat_at)}
     for compute_id in computes - synced:

@@ -17,7 +17,6 @@ from controlplane.streams import StreamSlot, stream_response
 from workspaces.views import WorkspaceScopedMixin
 
 from . import selectors, services
-from .choices import TERMINAL
 from .filters import JobFilter
 from .models import Job
 from .serializers import (
@@ -169,7 +168,7 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
     def _log_page(self, request, job: Job, after: int, limit: int) -> dict:
         lines = selectors.log_lines(job=job, after=after, limit=limit)
         end = lines[-1].seq + 1 if lines else max(after, 0)
-        ended = job.status in TERMINAL
+        ended = job.logs_complete
         more = len(lines) == limit or not ended
         url = request.build_absolute_uri(request.path)
         return {
@@ -218,10 +217,10 @@ class _LogFollow:
             # the same fields and formats as a page; the next look comes at once, there may be more
             return [_sse("line", JobLogLineSerializer(line).data, line.seq) for line in lines], 0
         try:
-            job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count"])
+            job.refresh_from_db(fields=["status", "status_reason", "exit_code", "log_line_count", "runner"])
         except Job.DoesNotExist:
             return [_sse("end", {"status": "Deleted", "status_reason": "The job was deleted.", "exit_code": None})], None
-        if job.status in TERMINAL and self.position >= job.log_line_count:
+        if job.logs_complete and self.position >= job.log_line_count:
             return [_sse("end", {"status": job.status, "status_reason": job.status_reason, "exit_code": job.exit_code})], None
         if time.monotonic() - self.quiet_since > KEEPALIVE_SECONDS:
             self.quiet_since = time.monotonic()

@@ -128,7 +128,7 @@ def sync_cluster(cluster: Cluster) -> list[int]:
     records = {record.name: record for record in cluster.instance_types.all()}
     behind = [pk for pk in (_compare(record, live.get(name)) for name, record in records.items()) if pk]
     for name, cr in live.items():
-        if name in records:
+        if name in records or cr["metadata"].get("deletionTimestamp"):  # (one being deleted is on its way out)
             continue
         if _ours(cr, cluster):
             logger.info("Garbage-collected InstanceType %s (no record)", name)

@@ -83,6 +83,12 @@ def observe_rollout(live: dict, pods: list[dict], deployment: OnlineDeployment) 
     """(provisioning state, errors, status) from a Deployment object and its pods."""
     spec, status = live.get("spec") or {}, live.get("status") or {}
     desired = spec.get("replicas", 1)
+    scale = deployment.spec["scale_settings"]
+    if scale["type"] == "target_utilization":
+        # The HPA raises the Deployment's default of 1 to min_instances only at its first sync (up to 15 s later): until
+        # then, 1 ready replica is not the rollout done. Its own status is not read: it is empty before that sync and
+        # says desiredReplicas 0 on a cluster without metrics.
+        desired = max(desired, scale["min_instances"])
     counts = {key: status.get(key, 0) for key in ("replicas", "readyReplicas", "updatedReplicas", "availableReplicas")}
     current = status.get("observedGeneration", 0) >= live["metadata"].get("generation", 1)
     conditions = {c.get("type"): c for c in status.get("conditions") or []}

@@ -204,6 +204,13 @@ def test_target_utilization_leaves_the_replica_count_to_the_hpa(owner_api, fake,
     name = name_of()
     hpa = live(fake, "horizontalpodautoscalers", name, "autoscaling")
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 4)
+    assert live(fake, "deployments", name, "apps")["spec"]["replicas"] == 1  # the Deployment's default
+    fake.advance(2)
+    # One replica is up, but the HPA has not synced yet (its first sync is 15 s after it appeared, its status says
+    # desiredReplicas 0 until then and without metrics): the rollout is not done below min_instances.
+    row = look()
+    assert row.provisioning_state == "Creating" and row.status["replicas"] == 2
+    fake.advance(13)
     assert live(fake, "deployments", name, "apps")["spec"]["replicas"] == 2  # the HPA raised it to its minimum
     fake.advance(2)
     assert look().provisioning_state == "Succeeded"

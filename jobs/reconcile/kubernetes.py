@@ -13,7 +13,7 @@ from compute.selectors import instance_type_get
 
 from ..choices import ACTIVE, JobStatus
 from ..manifests import CONTAINER, job_manifests, kube_job_name
-from ..models import Job, JobEvent
+from ..models import LOGS_BEHIND, Job, JobEvent
 from ..podstatus import observe, rank_of
 from .status import append_lines, generation_seen, save, transition
 
@@ -160,14 +160,19 @@ def apply_observation(job: Job, observed, pods: list[dict], conn=None) -> None:
     An error here is this job's alone: its writes are rolled back (a savepoint), its status_reason says what went
     wrong, and the loop goes on with the compute's other jobs; the next look tries this one again.
     """
-    if job.status not in ACTIVE or job.status == JobStatus.CANCEL_REQUESTED or job.deleting:
+    ended = job.status not in ACTIVE
+    if job.status == JobStatus.CANCEL_REQUESTED or job.deleting or (ended and not job.runner.get(LOGS_BEHIND)):
         return
     if isinstance(observed, Unobservable):
-        _mark_unobservable(job, observed.error)
+        if not ended:
+            _mark_unobservable(job, observed.error)
         return
     try:
         with transaction.atomic():
-            _apply(job, observed, pods, conn)
+            if ended:  # only the log lines a kubelet did not give at an earlier look are fetched
+                _read_logs(job, conn or connection_for(job.compute), pods)
+            else:
+                _apply(job, observed, pods, conn)
     except Exception as exc:  # a caught error inside the savepoint leaves the caller's transaction usable
         logger.exception("Could not apply what the cluster said about job %s", job.name)
         _mark_unobservable(job, _error_words(exc))
@@ -181,20 +186,30 @@ def _mark_unobservable(job: Job, error: str) -> None:
 
 
 def _apply(job: Job, observed, pods: list[dict], conn) -> None:
-    try:
-        collect_logs(job, conn or connection_for(job.compute), pods)
-    except kube.KubeRejected as exc:
-        logger.info("Logs of %s not fetched: %s", job.name, exc)
-    except kube.KubeTransient as exc:
-        # Status and logs wait for the next look together: a job must not end with its last lines unread.
-        logger.info("Logs of %s not fetched this time: %s", job.name, exc)
-        return
+    # Status first: a kubelet that does not answer (its node gone, "no preferred addresses found") must not keep a
+    # finished job from being marked Completed or Failed. Its pods' logs are caught up at a later look.
     when = _parse_time(observed.started_at) if observed.started_at else None
     fields = transition(job, observed.status, observed.reason, exit_code=observed.exit_code)
     if observed.status in (JobStatus.RUNNING, JobStatus.COMPLETED, JobStatus.FAILED) and when and job.start_time is None:
         job.start_time = when
         fields.append("start_time")
     save(job, fields)
+    _read_logs(job, conn or connection_for(job.compute), pods)
+
+
+def _read_logs(job: Job, conn: kube.Connection, pods: list[dict]) -> None:
+    """Best effort: each pod's log is read from where the last read stopped; `runner.logs_behind` says one failed."""
+    behind = False
+    try:
+        collect_logs(job, conn, pods)
+    except kube.KubeRejected as exc:
+        logger.info("Logs of %s not fetched: %s", job.name, exc)
+    except kube.KubeTransient as exc:
+        logger.info("Logs of %s not fetched this time: %s", job.name, exc)
+        behind = True
+    if bool(job.runner.get(LOGS_BEHIND)) != behind:
+        job.runner = {**job.runner, LOGS_BEHIND: behind}
+        job.save(update_fields=["runner", "updated_at"])
 
 
 def _parse_time(value: str):

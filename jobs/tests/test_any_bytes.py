@@ -59,7 +59,7 @@ def texts(name: str) -> list[str]:
 
 def test_a_poisoned_pod_log_is_stored_and_the_computes_other_job_completes(owner_api, workspace, fake_kube, loop):
     compute = attach(owner_api, fake_kube)
-    fake_kube.plan_pods(run_seconds=5)
+    fake_kube.plan_pods(run_seconds=5, logs="")  # only the lines appended below (not the fake's "no container" line)
     for name in ("poisoned", "clean"):
         submit(owner_api, name=name)
         run_reconcile(name)

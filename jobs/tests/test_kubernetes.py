@@ -17,7 +17,6 @@ from compute import reconcile as compute_reconcile
 from compute.models import ComputeTarget, InstanceType
 from compute.tasks import backoff
 from jobs import reconcile, tasks
-from jobs.choices import ACTIVE, JobStatus
 from jobs.manifests import kube_job_name
 from jobs.models import Job, JobSync
 from tests.e2e_support import attach as attach_through_the_worker
@@ -84,8 +83,7 @@ def run_reconcile(name: str) -> Job:
 
 def observe(compute: ComputeTarget) -> None:
     """One look of the compute's observation loop (what tasks.observe_jobs does each tick)."""
-    jobs = list(Job.objects.filter(compute=compute, status__in=ACTIVE, runner__submitted=True)
-                .exclude(status=JobStatus.CANCEL_REQUESTED).select_related("workspace", "compute", "compute__cluster"))
+    jobs = tasks._watched(compute.pk)
     if jobs:
         observed = reconcile.observe_compute(jobs[0].compute, jobs)
         for job in jobs:
@@ -266,7 +264,7 @@ def test_logs_of_every_rank_are_fetched_incrementally_and_outlive_the_pods(api, 
     assert page["complete"] is True
 
 
-def test_a_log_read_that_fails_transiently_is_read_again_before_the_job_ends(api, fake_kube, compute):
+def test_a_log_read_that_fails_transiently_does_not_hold_up_the_status_and_is_read_again(api, fake_kube, compute):
     name = submit(api, resources={"instance_count": 2})
     kube_name = kube_job_name("team-a", name)
     for rank in range(2):
@@ -277,12 +275,39 @@ def test_a_log_read_that_fails_transiently_is_read_again_before_the_job_ends(api
     fake_kube.faults.once("500", path=rf"/pods/{rank1}/log$")
     observe(compute)
     job = load(name)
-    assert job.status == "Queued"  # not Completed without rank 1's last lines
+    assert job.status == "Completed"  # status first; rank 1's last lines are caught up later
     assert lines(name) == [("rank-0", "rank 0 last words")]
+    assert api.get(f"{BASE}/jobs/{name}/logs").json()["complete"] is False  # not every line is in yet
+    observe(compute)
+    assert lines(name) == [("rank-0", "rank 0 last words"), ("rank-1", "rank 1 last words")]  # none read twice
+    assert api.get(f"{BASE}/jobs/{name}/logs").json()["complete"] is True
+    fake_kube.requests.clear()
+    observe(compute)
+    assert not fake_kube.requests.find(subresource="log") and tasks._watched(compute.pk) == []
+
+
+def test_a_job_whose_kubelet_does_not_answer_completes_and_its_logs_are_caught_up_once(api, fake_kube, compute):
+    name = submit(api)
+    kube_name = kube_job_name("team-a", name)
+    fake_kube.plan_pods(name_prefix=f"{kube_name}-", run_seconds=5, logs="epoch 1\n")
+    run_reconcile(name)
+    fake_kube.advance(1)
+    observe(compute)
+    assert (load(name).status, lines(name)) == ("Running", [("", "epoch 1")])
+    pod = pods_of(fake_kube, name)[0]["metadata"]["name"]
+    fake_kube.append_pod_logs("default", pod, "epoch 2\nepoch 3")
+    fake_kube.fail_pod_logs("default", pod)  # its node lost its address: every log read is a 500
+    fake_kube.advance(5)
     observe(compute)
     job = load(name)
-    assert job.status == "Completed"
-    assert lines(name) == [("rank-0", "rank 0 last words"), ("rank-1", "rank 1 last words")]  # none read twice
+    assert (job.status, job.exit_code) == ("Completed", 0)
+    observe(compute)  # still failing: the job stays Completed, the loop keeps it for its log
+    assert lines(name) == [("", "epoch 1")] and [job.pk for job in tasks._watched(compute.pk)] == [job.pk]
+    fake_kube.fail_pod_logs("default", pod, None)
+    observe(compute)
+    observe(compute)
+    assert lines(name) == [("", "epoch 1"), ("", "epoch 2"), ("", "epoch 3")]  # caught up, nothing twice
+    assert tasks._watched(compute.pk) == [] and load(name).status == "Completed"
 
 
 def test_a_rank_whose_log_is_refused_does_not_cost_the_others_theirs(api, fake_kube, compute):
@@ -307,11 +332,17 @@ def test_cancel_deletes_the_job_in_the_foreground_and_keeps_its_logs(api, fake_k
     fake_kube.append_pod_logs("default", pods_of(fake_kube, name)[0]["metadata"]["name"], "step 2")
     response = api.post(f"{BASE}/jobs/{name}/cancel")
     assert response.status_code == 202 and response.json()["status"] == "CancelRequested"
+    assert reconcile.reconcile_job(load(name)) == reconcile.LOOK_AGAIN
+    # As on a real cluster, the Job stays a moment (deletionTimestamp, foregroundDeletion) while its pods go first.
+    assert live_job(fake_kube, name)["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert load(name).status == "CancelRequested"
+    fake_kube.advance(1)
     job = run_reconcile(name)
     assert (job.status, job.status_reason) == ("Canceled", "Canceled by request.")
     assert job.end_time is not None and job.observed_generation == job.generation
-    (delete,) = [r for r in fake_kube.requests.find(verb="delete") if r.resource == "jobs"]
-    assert delete.body == {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+    deletes = [r for r in fake_kube.requests.find(verb="delete") if r.resource == "jobs"]
+    assert deletes and all(delete.body == {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+                           for delete in deletes)
     assert live_job(fake_kube, name) is None and not pods_of(fake_kube, name)
     assert lines(name) == [("", "step 1"), ("", "step 2")]  # read before the pod went
     assert api.post(f"{BASE}/jobs/{name}/cancel").status_code == 400  # it has ended
@@ -325,6 +356,8 @@ def test_deleting_the_record_removes_the_cluster_objects_first(api, fake_kube, c
     batch.patch_namespaced_job(kube_name, "default", {"metadata": {"finalizers": ["example.com/hold"]}})
     assert api.delete(f"{BASE}/jobs/{name}/").status_code == 202
 
+    assert reconcile.reconcile_job(load(name)) == reconcile.LOOK_AGAIN
+    fake_kube.advance(1)  # the garbage collector deletes the pods of the foreground-deleted Job
     assert reconcile.reconcile_job(load(name)) == reconcile.LOOK_AGAIN
     job = load(name)  # the row stays while the Job does
     assert job.deleting and live_job(fake_kube, name)["metadata"]["deletionTimestamp"]
@@ -388,6 +421,25 @@ def test_a_job_the_cluster_refuses_fails_with_the_servers_message_and_leaves_not
         "must be less than or equal to 100000 when completion mode is Indexed")
     assert job.manifests and not job.runner["submitted"]
     assert fake_kube.get("services", kube_name, "default") is None  # the Service applied before it was removed
+    fake_kube.requests.clear()
+    run_reconcile(name)
+    assert not fake_kube.requests.all()  # refused: no retry until the spec changes
+
+
+def test_a_quantity_the_cluster_cannot_convert_fails_the_job_instead_of_retrying_for_ever(api, fake_kube, compute):
+    add_instance_type(api, compute, {"name": "odd", "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                                  "limits": {"cpu": "1", "memory": "1Gi"}}})
+    # The API refuses such a quantity itself; a record that got past it (kubectl-made, an older rule) meets the
+    # cluster's answer: a 500 for a permanent problem (the apply's conversion to batch/v1), not a transient one.
+    InstanceType.objects.filter(name="odd").update(limits={"cpu": "1 core", "memory": "1Gi"})
+    name = submit(api, resources={"instance_type": "odd"})
+    job = run_reconcile(name)
+    assert job.status == "Failed"
+    assert job.status_reason.startswith(
+        f"The cluster refused the job: failed to convert new object (default/{kube_job_name('team-a', name)}; "
+        "batch/v1, Kind=Job) to proper version: unable to convert unstructured object to batch/v1, Kind=Job: "
+        "quantities must match the regular expression")
+    assert [r.status for r in job_writes(fake_kube)] == [500]
     fake_kube.requests.clear()
     run_reconcile(name)
     assert not fake_kube.requests.all()  # refused: no retry until the spec changes

@@ -1,4 +1,4 @@
-"""Run the fake API server until killed: python -m tests.fake_kube --port 0 --kubeconfig kube.yaml."""
+"""Run the fake API server until killed: bin/fake-kube --port 0 --kubeconfig kube.yaml (or python -m tests.fake_kube)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from .server import FakeKube
 
 def main(argv: list[str] | None = None) -> int:
     """Parse options, start the server, write the kubeconfig, wait for SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(prog="python -m tests.fake_kube", description=__doc__)
+    parser = argparse.ArgumentParser(prog="bin/fake-kube", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     parser.add_argument("--nodes", type=int, default=2, help="CPU nodes (8 cpu, 32Gi)")

@@ -9,7 +9,7 @@ from . import prepare
 from .apply import server_side_apply, track_update
 from .catalog import RULE_CHECKS
 from .clock import Clock
-from .crds import prune, schema_errors, validate_crd
+from .crds import prune, schema_errors, typed_problems, validate_crd
 from .errors import (
     STALE,
     ApiError,
@@ -23,9 +23,10 @@ from .errors import (
     unsupported_media_type,
 )
 from .patches import json_patch, merge_patch, strategic_merge_patch
+from .quantity import QuantityError
 from .request import Call, Settings, object_body, parse_body
 from .resources import Registry, ResourceType
-from .schemas import decode_problems
+from .schemas import builtin_node, decode_problems
 from .selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from .store import Store, clone
 from .validation import validate
@@ -293,17 +294,24 @@ class Api:
         if name != call.name:
             raise bad_request(f"the name of the object ({name}) does not match the name on the URL ({call.name})")
         if rt.is_custom:
-            unknown, types = prune(clone(applied), rt.schema or {}), []
+            unknown, types = prune(clone(applied), rt.schema or {}), typed_problems(applied, rt.schema or {})
         else:
             unknown, types, _ = decode_problems(prepare.strip_nulls(applied))
         problems = [f".{p}: field not declared in schema" for p in unknown] + [
             f".{p}: expected {'numeric (int or float)' if t == 'string' else 'string'}, got {t}" for p, t in types]
+        # structured-merge-diff and the conversion after it return plain errors, which kube-apiserver answers as a
+        # 500 without a reason (kubernetes/kubernetes#122480, #139253): clients that retry 5xx retry them forever.
+        group, version = rt.api_version.rpartition("/")[::2]
+        gvk = f"{group}/{version}, Kind={rt.kind}"
+        where = f"{call.namespace or ''}/{call.name}; {gvk}"
         if problems:
-            # structured-merge-diff returns a plain error here, which kube-apiserver answers as a 500 without a
-            # reason (kubernetes/kubernetes#122480, #139253): clients that retry 5xx will retry it forever.
-            group, version = rt.api_version.rpartition("/")[::2]
-            where = f"{call.namespace or ''}/{call.name}; {group}/{version}, Kind={rt.kind}"
             raise ApiError(500, "", f"failed to create typed patch object ({where}): {problems[0]}")
+        if not rt.is_custom:
+            try:  # a quantity is an untyped scalar to the typed patch: it fails at the conversion to the Go type
+                prepare.canonicalize_quantities(clone(applied), builtin_node(rt.api_version, rt.kind), None)
+            except QuantityError as error:
+                raise ApiError(500, "", f"failed to convert new object ({where}) to proper version: unable to "
+                                        f"convert unstructured object to {gvk}: {error}") from None
 
     def _finish(self, call: Call, old: dict, new: dict, operation: str) -> dict:
         """The shared tail of every update: system fields, decode, validate, ownership, generation, store."""

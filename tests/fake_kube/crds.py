@@ -240,3 +240,26 @@ def apply_schema_defaults(obj, schema: dict | None) -> None:
     elif isinstance(obj, list):
         for item in obj:
             apply_schema_defaults(item, schema.get("items"))
+
+
+def typed_problems(obj, schema: dict | None, path: str = "", root: bool = True) -> list[tuple[str, str]]:
+    """(path, JSON type) of scalars of the wrong kind, as structured-merge-diff finds them when an apply is typed:
+    a string where the schema says integer/number, a number where it says string."""
+    if not isinstance(schema, dict) or schema.get("x-kubernetes-int-or-string"):
+        return []
+    kind = schema.get("type")
+    if kind in ("integer", "number") and isinstance(obj, str):
+        return [(path, "string")]
+    if kind == "string" and isinstance(obj, int | float) and not isinstance(obj, bool):
+        return [(path, "number")]
+    problems = []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if root and key in ("apiVersion", "kind", "metadata"):
+                continue
+            sub = (schema.get("properties") or {}).get(key, schema.get("additionalProperties"))
+            problems += typed_problems(value, sub, f"{path}.{key}" if path else key, root=False)
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            problems += typed_problems(item, schema.get("items"), f"{path}[{i}]", root=False)
+    return problems

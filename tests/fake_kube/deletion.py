@@ -65,11 +65,11 @@ def delete_object(api: Api, rt: ResourceType, obj: dict, policy: str = "Backgrou
     meta = obj["metadata"]
     extra = ["foregroundDeletion"] if policy == "Foreground" else []
     if meta.get("finalizers") or extra:
+        # Foreground: the object stays readable, with deletionTimestamp and the foregroundDeletion finalizer, until
+        # the garbage collector (simulation.housekeeping) has deleted its dependents and removes the finalizer.
         obj = _mark_deleting(api, rt, obj, extra)
-        if policy == "Foreground":
-            collect_dependents(api, obj, "Background")
-            return finish_foreground(api, rt, obj)
-        _handle_dependents(api, obj, policy)
+        if policy != "Foreground":
+            _handle_dependents(api, obj, policy)
         return obj
     final = api.store.remove(rt.key, obj)
     api._after(rt, "DELETED", final)

@@ -14,6 +14,16 @@ def status_of(call, *args, **kwargs) -> tuple[int, dict]:
     return caught.value.status, json.loads(caught.value.body)
 
 
+def reasonless_500(call, *args, **kwargs) -> str:
+    """Run a call kube-apiserver answers with a plain error (a 500 whose Status has no reason); return its message."""
+    with pytest.raises(client.ApiException) as caught:
+        call(*args, **kwargs)
+    body = json.loads(caught.value.body)
+    assert caught.value.status == 500 and body == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                                   "status": "Failure", "code": 500, "message": body.get("message")}
+    return body["message"]
+
+
 def namespace(core: client.CoreV1Api, name: str) -> str:
     """Create a namespace and return its name."""
     core.create_namespace({"metadata": {"name": name}})

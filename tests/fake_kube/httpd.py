@@ -311,7 +311,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _logs(self, call: Call, record: RequestRecord) -> None:
         kube = self.server.kube
-        pod, container = log_container(kube.api, call)
+        pod, container = log_container(kube.api, call, kube.sim.kubelet.log_failures)
+        if container is None:
+            self._send(200, "", {}, record)
+            return
         key = (call.namespace, call.name, container)
         lines = kube.sim.kubelet.logs.get(key)
         text = "".join(line + "\n" for line in select_lines(lines, call.query, kube.clock.now()))

@@ -33,14 +33,17 @@ def _cannot_handle(rt: ResourceType, detail: str) -> ApiError:
     return bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}')
 
 
-def canonicalize_quantities(value, node: SchemaNode | None, rt: ResourceType):
-    """Parse every Quantity field (400 if one does not parse) and store it in canonical form."""
+def canonicalize_quantities(value, node: SchemaNode | None, rt: ResourceType | None):
+    """Parse every Quantity field and store it in canonical form; one that does not parse is a 400 (decoding), or
+    the QuantityError itself without `rt`."""
     if node is None:
         return value
     if node.is_quantity and value is not None:
         try:
             return canonical(value)
         except QuantityError as error:
+            if rt is None:
+                raise
             raise _cannot_handle(rt, str(error)) from None
     if isinstance(value, dict):
         for key in list(value):
@@ -76,8 +79,37 @@ def decode(obj: dict, rt: ResourceType, validation: str, warnings: list[str]) ->
                                  f"{'quantity' if 'resources' in path else 'the declared type'}")
     _unknown(unknown, rt, validation, warnings)
     strip_unknown(obj, unknown)
-    canonicalize_quantities(obj, builtin_node(rt.api_version, rt.kind), rt)
+    node = builtin_node(rt.api_version, rt.kind)
+    canonicalize_quantities(obj, node, rt)
+    status = obj.pop("status", None)  # (controllers write status; what they write is what they mean)
+    drop_empty(obj, node)
+    if status is not None:
+        obj["status"] = status
     return obj, [required(p) for p in missing if not p.startswith("metadata")]
+
+
+def drop_empty(value, node: SchemaNode | None) -> None:
+    """Go's omitempty on the way back: empty lists and maps of optional fields are not stored (`env: []` reads back
+    without `env`); empty structs stay (`emptyDir: {}`)."""
+    if node is None:
+        return
+    if isinstance(value, dict):
+        needed = set(node.schema.get("required") or [])
+        for key in list(value):
+            child = node.child(key)
+            drop_empty(value[key], child)
+            if key not in needed and _empty_collection(value[key], child):
+                del value[key]
+    elif isinstance(value, list):
+        for item in value:
+            drop_empty(item, node.items())
+
+
+def _empty_collection(value, node: SchemaNode | None) -> bool:
+    if value == []:
+        return True
+    is_map = node is not None and "additionalProperties" in node.schema and not node.schema.get("properties")
+    return value == {} and is_map
 
 
 def _unknown(paths: list[str], rt: ResourceType, validation: str, warnings: list[str]) -> None:

@@ -84,8 +84,9 @@ BUILTINS: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, ("sts",),
                  ("status", "scale"), categories=("all",)),
     ResourceType("batch", "v1", "jobs", "job", "Job", True, (), ("status",), categories=("all",)),
+    # The HPA strategy sets no metadata.generation (and its controller no status.observedGeneration).
     ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler",
-                 "HorizontalPodAutoscaler", True, ("hpa",), ("status",), categories=("all",)),
+                 "HorizontalPodAutoscaler", True, ("hpa",), ("status",), categories=("all",), has_generation=False),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                  "CustomResourceDefinition", False, ("crd", "crds"), ("status",), categories=("api-extensions",)),
     ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",

@@ -20,7 +20,7 @@ from .request import Call, Settings
 from .resources import Registry
 from .simulation import Simulation
 from .simulation.cluster import node_manifest
-from .simulation.kubelet import PlanRule, PodPlan
+from .simulation.kubelet import NO_NODE_ADDRESS, PlanRule, PodPlan
 from .store import Store, clone
 
 ADMIN_TOKEN = "fake-kube-admin-token"
@@ -312,6 +312,14 @@ class FakeKube:
     def append_pod_logs(self, namespace: str, name: str, text: str, container: str | None = None) -> None:
         """Append lines to a container's log (followers see them)."""
         self.sim.kubelet.logs.append(self._log_key(namespace, name, container), text, self.clock.now())
+
+    def fail_pod_logs(self, namespace: str, name: str, message: str | None = NO_NODE_ADDRESS) -> None:
+        """Make the pod's log requests fail as when its kubelet cannot be reached: a 500 without a reason carrying
+        `message` (default: kube-apiserver's words for a node without a usable address); None mends them."""
+        if message is None:
+            self.sim.kubelet.log_failures.pop((namespace, name), None)
+        else:
+            self.sim.kubelet.log_failures[(namespace, name)] = message
 
     def _log_key(self, namespace: str, name: str, container: str | None) -> tuple:
         return (namespace, name, container or self._pod(namespace, name)["spec"]["containers"][0]["name"])

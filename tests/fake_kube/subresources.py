@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from .api import Api
 from .clock import parse_stamp
-from .errors import FieldError, bad_request, forbidden, invalid, invalid_object, not_found
+from .errors import ApiError, FieldError, bad_request, forbidden, invalid, invalid_object, not_found
 from .patches import json_patch, merge_patch
 from .request import Call, parse_body
 from .selectors import selector_terms
@@ -47,8 +47,10 @@ def check_log_options(call: Call) -> None:
         raise invalid_object("PodLogOptions", "", call.name or "", errors)
 
 
-def log_container(api: Api, call: Call) -> tuple[dict, str]:
-    """The pod and container a log request is about (400s worded like the kubelet/apiserver)."""
+def log_container(api: Api, call: Call, unreachable: dict | None = None) -> tuple[dict, str | None]:
+    """The pod and container a log request is about (400s worded like the kubelet/apiserver); no container when the
+    pod has no node yet (the apiserver then answers 200 with an empty body). `unreachable`: (namespace, pod) -> the
+    error met reaching its kubelet (a 500 without a reason)."""
     check_log_options(call)
     pod = api.store.get(call.rt.key, call.namespace or "", call.name)
     if pod is None:
@@ -64,7 +66,9 @@ def log_container(api: Api, call: Call) -> tuple[dict, str]:
     if container not in names + init:
         raise bad_request(f"container {container} is not valid for pod {call.name}")
     if not pod["spec"].get("nodeName"):
-        raise bad_request(f"pod {call.name} does not have a host assigned")
+        return pod, None  # LogLocation: "if pod has not been assigned a host, return an empty location"
+    if (unreachable or {}).get((call.namespace, call.name)):
+        raise ApiError(500, "", unreachable[(call.namespace, call.name)])
     statuses = {s["name"]: s for s in (pod.get("status") or {}).get("containerStatuses") or []}
     waiting = (statuses.get(container, {}).get("state") or {}).get("waiting")
     if waiting is not None or container not in statuses:

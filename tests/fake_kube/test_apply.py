@@ -4,7 +4,7 @@ import json
 import pytest
 from kubernetes import client
 
-from tests.fake_kube.helpers import deployment_manifest, status_of, valid_manifests
+from tests.fake_kube.helpers import deployment_manifest, job_manifest, reasonless_500, status_of, valid_manifests
 
 
 @pytest.fixture
@@ -112,13 +112,21 @@ def test_apply_needs_a_field_manager(kube_api):
 def test_apply_of_fields_not_in_the_schema_is_a_reasonless_500_like_the_real_server(deployments):
     body = deployment_manifest("web")
     body["spec"]["replica"] = 2
-    with pytest.raises(Exception) as caught:
-        _apply(deployments, body)
-    assert caught.value.status == 500
-    assert json.loads(caught.value.body) == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 500,
-        "message": "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
-                   ".spec.replica: field not declared in schema"}
+    assert reasonless_500(_apply, deployments, body) == (
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
+        ".spec.replica: field not declared in schema")
+
+
+QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def test_apply_of_a_built_in_with_a_bad_quantity_is_a_reasonless_500_like_the_real_server(kube_dynamic):
+    jobs = kube_dynamic.resources.get(api_version="batch/v1", kind="Job")
+    body = job_manifest("q", resources={"limits": {"cpu": "2 cores"}})
+    assert reasonless_500(_apply, jobs, body) == (
+        "failed to convert new object (default/q; batch/v1, Kind=Job) to proper version: unable to "
+        f"convert unstructured object to batch/v1, Kind=Job: {QUANTITY_FORMAT}")
+    assert jobs.get(namespace="default").items == []  # nothing was written
 
 
 def test_merge_patch_and_null_deletes(kube_api):
@@ -171,3 +179,22 @@ def test_reapplying_any_valid_manifest_is_a_no_op_even_after_controllers_ran(fak
     after = _apply(resource, manifest).to_dict()
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert after["metadata"].get("generation") == before["metadata"].get("generation")
+
+
+def test_empty_lists_and_maps_are_dropped_on_read_back_like_omitempty(kube_dynamic, kube_api):
+    jobs = kube_dynamic.resources.get(api_version="batch/v1", kind="Job")
+    body = job_manifest("quiet")
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container.update(env=[], args=[])
+    body["spec"]["template"]["spec"].update(nodeSelector={}, volumes=[{"name": "scratch", "emptyDir": {}}])
+    container["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+    applied = _apply(jobs, body).to_dict()
+    live = applied["spec"]["template"]["spec"]
+    assert "env" not in live["containers"][0] and "args" not in live["containers"][0]
+    assert "nodeSelector" not in live and live["volumes"][0]["emptyDir"] == {}  # an empty struct stays
+    before = jobs.get(name="quiet", namespace="default").to_dict()
+    again = _apply(jobs, body).to_dict()
+    assert again["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # still a no-op
+    created = client.CoreV1Api(kube_api).create_namespaced_config_map(
+        "default", {"metadata": {"name": "cm", "labels": {}}, "data": {}}, _preload_content=False)
+    assert "labels" not in json.loads(created.data)["metadata"] and "data" not in json.loads(created.data)

@@ -5,7 +5,7 @@ import pytest
 from kubernetes import client
 
 from tests.fake_kube.fixtures import api_client
-from tests.fake_kube.helpers import status_of
+from tests.fake_kube.helpers import reasonless_500, status_of
 
 QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
             "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+"
@@ -138,6 +138,22 @@ def test_server_side_apply_of_a_custom_object(kube, custom, tmp_path):
     assert caught.value.status == 500 and json.loads(caught.value.body)["message"] == (
         "failed to create typed patch object (/gpu-small; amlarc.azureml.com/v1alpha1, Kind=InstanceType): "
         ".spec.colour: field not declared in schema")
+
+
+def test_apply_of_a_custom_object_with_a_wrong_json_type_is_a_reasonless_500_like_the_real_server(kube, custom, tmp_path):
+    objects, extensions = custom
+    crd = json.loads(json.dumps(INSTANCE_TYPE_CRD))
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["count"] = {
+        "type": "integer"}
+    extensions.create_custom_resource_definition(crd)
+    kube.advance(1)
+    from tests.fake_kube.fixtures import dynamic_client
+    resource = dynamic_client(kube, tmp_path).resources.get(api_version=f"{GROUP}/{VERSION}", kind="InstanceType")
+    # create answers 422 (schema validation); an apply fails before, when the patch is typed
+    assert reasonless_500(resource.server_side_apply, body=instance_type(count="two"), field_manager="dockyard") == (
+        "failed to create typed patch object (/gpu-small; amlarc.azureml.com/v1alpha1, Kind=InstanceType): "
+        ".spec.count: expected numeric (int or float), got string")
+    assert objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"] == []
 
 
 def test_deleting_the_crd_deletes_its_objects_and_stops_serving(kube, custom):

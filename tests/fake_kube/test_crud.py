@@ -1,4 +1,6 @@
 """CRUD semantics and the Status bodies of failures, through the real typed client."""
+import json
+
 import pytest
 from kubernetes import client
 
@@ -155,11 +157,27 @@ def test_deleting_a_job_orphans_pods_by_default_and_background_removes_them(fake
     assert not core.list_namespaced_pod("default", label_selector="job-name=drop").items
 
 
-def test_foreground_deletion_removes_dependents_first(fake_kube, batch, core):
+def test_foreground_deletion_keeps_the_object_readable_for_a_moment_then_removes_dependents_first(fake_kube, batch,
+                                                                                                   core):
     batch.create_namespaced_job("default", job_manifest("fg"))
-    batch.delete_namespaced_job("fg", "default", propagation_policy="Foreground")
+    answer = batch.delete_namespaced_job("fg", "default", propagation_policy="Foreground", _preload_content=False)
+    body = json.loads(answer.data)  # 200 with the object (the client would read it as a Status)
+    assert answer.status == 200 and body["kind"] == "Job" and body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    live = batch.read_namespaced_job("fg", "default")  # as on a real cluster: still there while the GC works
+    assert live.metadata.deletion_timestamp and live.metadata.finalizers == ["foregroundDeletion"]
+    assert core.list_namespaced_pod("default", label_selector="job-name=fg").items
+    fake_kube.advance(1)
     status_of(batch.read_namespaced_job, "fg", "default")
     assert not core.list_namespaced_pod("default", label_selector="job-name=fg").items
+
+
+def test_foreground_deletion_of_an_object_without_dependents_goes_a_moment_later(fake_kube, core):
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}})
+    core.delete_namespaced_config_map("cm", "default", propagation_policy="Foreground")
+    assert core.read_namespaced_config_map("cm", "default").metadata.finalizers == ["foregroundDeletion"]
+    fake_kube.advance(1)
+    code, _ = status_of(core.read_namespaced_config_map, "cm", "default")
+    assert code == 404
 
 
 def test_status_subresource_changes_only_status(core):

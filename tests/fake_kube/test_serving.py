@@ -1,6 +1,7 @@
 """What model serving needs of the fake: probe and HPA v2 validation as kube-apiserver 1.36 does it, the HPA
 controller keeping replicas within bounds, crash loop back-off, and the Gateway API HTTPRoute CRD (standard channel)."""
 import copy
+import json
 
 import pytest
 from kubernetes import client
@@ -109,23 +110,44 @@ def test_invalid_hpas_are_422_naming_the_field(autoscaling, spec, field, message
 
 def test_the_hpa_controller_keeps_replicas_within_bounds(fake_kube, apps, autoscaling):
     apps.create_namespaced_deployment("default", deployment_manifest("web", replicas=1))
-    autoscaling.create_namespaced_horizontal_pod_autoscaler("default", hpa())
+    created = autoscaling.create_namespaced_horizontal_pod_autoscaler("default", hpa(), _preload_content=False)
+    fresh = json.loads(created.data)
+    # as kube-apiserver serves a new HPA: no generation, the status its one non-omitempty field
+    assert "generation" not in fresh["metadata"] and fresh["status"] == {"desiredReplicas": 0}
+    fake_kube.advance(14)  # the controller first syncs an HPA one sync period (15 s) after it appeared
+    assert apps.read_namespaced_deployment("web", "default").spec.replicas == 1
+    fake_kube.advance(1)
     assert apps.read_namespaced_deployment("web", "default").spec.replicas == 2  # raised to minReplicas
     status = autoscaling.read_namespaced_horizontal_pod_autoscaler("web", "default").status
     conditions = {c.type: (c.status, c.reason) for c in status.conditions}
-    assert status.desired_replicas == 2
+    assert status.desired_replicas == 2 and status.observed_generation is None
     assert conditions["ScalingActive"] == ("False", "FailedGetResourceMetric")  # no metrics server in the fake
     assert conditions["ScalingLimited"] == ("True", "TooFewReplicas")
     assert fake_kube.events("default", "web", "SuccessfulRescale")[0]["message"] == \
         "New size: 2; reason: Current number of replicas below Spec.MinReplicas"
     apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 9}})
+    assert apps.read_namespaced_deployment("web", "default").spec.replicas == 9  # until the next sync
+    fake_kube.advance(15)
     assert apps.read_namespaced_deployment("web", "default").spec.replicas == 5  # lowered to maxReplicas
-    fake_kube.advance(2)
+    fake_kube.advance(15)
     assert autoscaling.read_namespaced_horizontal_pod_autoscaler("web", "default").status.current_replicas == 5
 
 
-def test_an_hpa_without_its_target_says_so(autoscaling):
+def test_without_metrics_an_hpa_within_bounds_keeps_desired_replicas_at_zero(fake_kube, apps, autoscaling):
+    apps.create_namespaced_deployment("default", deployment_manifest("web", replicas=3))
     autoscaling.create_namespaced_horizontal_pod_autoscaler("default", hpa())
+    fake_kube.advance(15)
+    status = autoscaling.read_namespaced_horizontal_pod_autoscaler("web", "default").status
+    conditions = {c.type: (c.status, c.reason) for c in status.conditions}
+    assert (status.current_replicas, status.desired_replicas) == (3, 0)  # never computed: it keeps its 0
+    assert conditions == {"AbleToScale": ("True", "SucceededGetScale"),
+                          "ScalingActive": ("False", "FailedGetResourceMetric")}
+    assert apps.read_namespaced_deployment("web", "default").spec.replicas == 3
+
+
+def test_an_hpa_without_its_target_says_so(fake_kube, autoscaling):
+    autoscaling.create_namespaced_horizontal_pod_autoscaler("default", hpa())
+    fake_kube.advance(15)
     status = autoscaling.read_namespaced_horizontal_pod_autoscaler("web", "default").status
     (condition,) = status.conditions
     assert (condition.type, condition.status, condition.reason) == ("AbleToScale", "False", "FailedGetScale")

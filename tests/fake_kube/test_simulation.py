@@ -111,6 +111,8 @@ def test_active_deadline_fails_the_job_when_time_passes(fake_kube, core, batch):
     fake_kube.advance(2)
     job = batch.read_namespaced_job("slow", "default")
     assert _condition(job, "Failed").reason == "DeadlineExceeded" and not job.status.active
+    assert job.status.failed == 1  # the pod the deadline stopped counts as failed, as on a real cluster
+    assert [c.type for c in job.status.conditions] == ["FailureTarget", "Failed"]
     assert not [p for p in _pods(core, "slow") if p.status.phase == "Running"]
 
 
@@ -119,11 +121,28 @@ def test_indexed_job(fake_kube, core, batch):
                                                         parallelism=3))
     pods = sorted(_pods(core, "dist"), key=lambda p: p.metadata.annotations["batch.kubernetes.io/job-completion-index"])
     assert [p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pods] == ["0", "1", "2"]
+    # v1.28+ (PodIndexLabel): the index is a label too; the variable still comes from the annotation
+    assert [p.metadata.labels["batch.kubernetes.io/job-completion-index"] for p in pods] == ["0", "1", "2"]
+    env = pods[0].spec.containers[0].env[-1]
+    assert env.value_from.field_ref.field_path == "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     assert [p.spec.hostname for p in pods] == ["dist-0", "dist-1", "dist-2"]
     assert pods[0].spec.containers[0].env[-1].name == "JOB_COMPLETION_INDEX"
     fake_kube.advance(11)
     job = batch.read_namespaced_job("dist", "default")
     assert job.status.succeeded == 3 and job.status.completed_indexes == "0-2" and _condition(job, "Complete")
+
+
+def test_a_failed_rank_of_an_indexed_job_fails_it_and_every_stopped_rank_counts_as_failed(fake_kube, core, batch):
+    fake_kube.plan_pods(labels={"app": "ddp"}, run_seconds=None)
+    batch.create_namespaced_job("default", job_manifest("ddp", completionMode="Indexed", completions=3, parallelism=3))
+    fake_kube.advance(1)
+    rank1 = next(p for p in _pods(core, "ddp") if p.metadata.labels["batch.kubernetes.io/job-completion-index"] == "1")
+    fake_kube.finish_pod("default", rank1.metadata.name, exit_code=3)
+    job = batch.read_namespaced_job("ddp", "default")
+    failed = _condition(job, "Failed")
+    assert (failed.reason, failed.message) == ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert job.status.failed == 3 and not job.status.active and job.status.completed_indexes is None
+    assert [p.status.phase for p in _pods(core, "ddp")] == ["Failed"]  # the other ranks were deleted
 
 
 def test_pod_logs(fake_kube, core, batch):
@@ -140,6 +159,33 @@ def test_pod_logs(fake_kube, core, batch):
     assert _log(core, name, container="main").endswith("done\n")
     code, body = status_of(core.read_namespaced_pod_log, name, "default", container="nope")
     assert code == 400 and body["message"] == f"container nope is not valid for pod {name}"
+
+
+def test_logs_of_a_pod_without_a_node_are_empty_like_the_real_server(fake_kube, core, batch):
+    job = job_manifest("nowhere")
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"gpu": "none-such"}
+    batch.create_namespaced_job("default", job)
+    (pod,) = _pods(core, "nowhere")
+    assert not pod.spec.node_name
+    response = core.read_namespaced_pod_log(pod.metadata.name, "default", _preload_content=False)
+    assert (response.status, response.data) == (200, b"")  # an empty location: nothing to stream, not an error
+    code, body = status_of(core.read_namespaced_pod_log, pod.metadata.name, "default", container="nope")
+    assert code == 400 and body["message"] == f"container nope is not valid for pod {pod.metadata.name}"
+
+
+def test_a_pods_logs_fail_like_an_unreachable_kubelet_until_mended(fake_kube, core, batch):
+    fake_kube.plan_pods(labels={"app": "talk"}, logs="epoch 1")
+    batch.create_namespaced_job("default", job_manifest("talk"))
+    batch.create_namespaced_job("default", job_manifest("other"))
+    fake_kube.advance(1)
+    name = _pods(core, "talk")[0].metadata.name
+    fake_kube.fail_pod_logs("default", name)
+    code, body = status_of(core.read_namespaced_pod_log, name, "default")
+    assert code == 500 and body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                    "message": "no preferred addresses found; known addresses: []", "code": 500}
+    assert _log(core, _pods(core, "other")[0].metadata.name).startswith("fake-kube: ")  # that pod's only
+    fake_kube.fail_pod_logs("default", name, None)
+    assert _log(core, name) == "epoch 1\n"
 
 
 def test_following_logs_streams_until_the_pod_ends(fake_kube, core, batch):

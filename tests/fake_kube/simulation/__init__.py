@@ -134,7 +134,7 @@ class Simulation:
         now = self.now()
         with self.store.lock:
             moments = [m for m in (self.kubelet.next_due(), jobs.next_due(self), housekeeping.next_due(self),
-                                   workloads.next_due(self)) if m is not None and m > now]
+                                   workloads.next_due(self), autoscaling.next_due(self)) if m is not None and m > now]
         return min(moments) if moments else None
 
     def advance(self, seconds: float) -> None:

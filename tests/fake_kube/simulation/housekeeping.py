@@ -5,8 +5,10 @@ from datetime import datetime, timedelta
 
 from ..clock import stamp
 from ..crds import served_types
-from ..deletion import finish_foreground
+from ..deletion import collect_dependents, finish_foreground
 from ..store import clone
+
+FOREGROUND_SECONDS = 1.0  # how long a foreground deletion stays visible before the garbage collector finishes it
 
 
 def establish_crds(sim) -> None:
@@ -61,9 +63,9 @@ def namespaces(sim) -> None:
                        manager="kube-controller-manager")
 
 
-def _first_seen(sim, obj: dict) -> datetime:
-    """When the simulation first saw an object (creationTimestamp has only second precision)."""
-    seen = sim.state.setdefault("first_seen", {})
+def _first_seen(sim, obj: dict, what: str = "first_seen") -> datetime:
+    """When the simulation first saw an object (or, `deleting`, it deleting): the timestamps have second precision."""
+    seen = sim.state.setdefault(what, {})
     return seen.setdefault(obj["metadata"]["uid"], sim.now())
 
 
@@ -86,7 +88,8 @@ def _terminate(sim, ns: dict) -> None:
 
 
 def garbage_collect(sim) -> None:
-    """Delete objects whose owners are gone; finish foreground deletions whose dependents are gone."""
+    """Delete objects whose owners are gone; a moment (FOREGROUND_SECONDS) after a foreground deletion, delete the
+    object's dependents and then, once they are gone, the object."""
     types = {t.key: t for t in sim.api.registry.all() if t.plural != "selfsubjectaccessreviews"}.values()
     objects = [(rt, obj) for rt in types for obj in sim.store.view(rt.key)]
     uids = {obj["metadata"].get("uid") for _, obj in objects}
@@ -95,10 +98,20 @@ def garbage_collect(sim) -> None:
         refs = meta.get("ownerReferences") or []
         if refs and not meta.get("deletionTimestamp") and all(r.get("uid") not in uids for r in refs):
             sim.delete(rt, obj, "Background")
-        elif meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
+        elif _foreground(obj) and sim.now() >= _foreground_due(sim, obj):
             before = sim.store.rv
-            finish_foreground(sim.api, rt, obj)
+            collect_dependents(sim.api, obj, "Background")
+            finish_foreground(sim.api, rt, sim.store.get(rt.key, meta.get("namespace", ""), meta["name"]) or obj)
             sim.changed |= sim.store.rv != before
+
+
+def _foreground(obj: dict) -> bool:
+    meta = obj["metadata"]
+    return bool(meta.get("deletionTimestamp")) and "foregroundDeletion" in (meta.get("finalizers") or [])
+
+
+def _foreground_due(sim, obj: dict) -> datetime:
+    return _first_seen(sim, obj, "deleting") + timedelta(seconds=FOREGROUND_SECONDS)
 
 
 def orphaned_pods(sim) -> None:
@@ -134,4 +147,6 @@ def next_due(sim) -> datetime | None:
     for crd in sim.items("customresourcedefinitions", "apiextensions.k8s.io"):
         if not (crd.get("status") or {}).get("conditions"):
             moments.append(_first_seen(sim, crd) + timedelta(seconds=settings.crd_establish_delay))
+    for key in {t.key for t in sim.api.registry.all() if t.plural != "selfsubjectaccessreviews"}:
+        moments += [_foreground_due(sim, obj) for obj in sim.store.view(key) if _foreground(obj)]
     return min(moments) if moments else None

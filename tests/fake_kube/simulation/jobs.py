@@ -128,6 +128,10 @@ def _reconcile(sim, job: dict) -> None:
     elif done:
         outcome = ("Complete", COMPLETE)
     if outcome:
+        if outcome[0] == "Failed":  # the pods a failure stops count as failed (trackJobStatusAndRemoveFinalizers)
+            for pod in active:
+                memory["counted"].setdefault(pod["metadata"]["uid"], "Failed")
+            failed = sum(1 for p in memory["counted"].values() if p == "Failed")
         memory["active"] = set()
         _stop(sim, active)
         active = []
@@ -163,7 +167,7 @@ def _write_status(sim, job, status, active, succeeded, failed, memory) -> None:
                                                    for c in (p.get("status") or {}).get("conditions") or []))
     status["succeeded"], status["failed"], status["terminating"] = succeeded, failed, 0
     status["uncountedTerminatedPods"] = {}
-    if memory is not None:
+    if memory is not None and memory["indexes"]:  # omitempty: no index completed, no field
         status["completedIndexes"] = _compress(memory["indexes"])
     for key in ("active", "succeeded", "failed"):
         if not status[key]:

@@ -1,6 +1,7 @@
 """The kubelet of every node: pods go Pending -> Running -> Succeeded/Failed on a timeline or on command."""
 from __future__ import annotations
 
+import shlex
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -12,6 +13,8 @@ PULL_BACKOFF, PULL_BACKOFF_MAX = 10.0, 300.0  # the kubelet's image pull back-of
 RESYNC_SECONDS = 1.0  # a failed pull's ErrImagePull turns into ImagePullBackOff at the pod worker's next sync
 PULL_STATES = ("ErrImagePull", "ImagePullBackOff")
 CRASH_BACKOFF, CRASH_BACKOFF_MAX = 10.0, 300.0  # the kubelet's crash loop back-off: 10 s, doubling, capped at 5 min
+# kube-apiserver's error when a pod's node has no address it may use to reach the kubelet (a plain error: a 500)
+NO_NODE_ADDRESS = "no preferred addresses found; known addresses: []"
 
 
 @dataclass
@@ -110,6 +113,7 @@ class Kubelet:
         self.rules: list[PlanRule] = []
         self.runs: dict[str, PodRun] = {}
         self.logs = Logs()
+        self.log_failures: dict[tuple[str, str], str] = {}  # (namespace, pod) -> why its kubelet cannot be reached
 
     def plan_for(self, pod: dict) -> PodPlan:
         """The last matching rule's plan, else the default (Job pods finish after job_pod_seconds)."""
@@ -272,9 +276,10 @@ class Kubelet:
         self.sim.write(self.sim.rt("pods"), new, pod)
 
     def _write_logs(self, pod: dict, plan: PodPlan) -> None:
-        if plan.logs is None:
-            return
-        texts = plan.logs if isinstance(plan.logs, dict) else {pod["spec"]["containers"][0]["name"]: plan.logs}
+        if plan.logs is None:  # no plan for its output: say so, rather than leave a log empty without a reason
+            texts = {c["name"]: no_container_line(c) for c in pod["spec"]["containers"]}
+        else:
+            texts = plan.logs if isinstance(plan.logs, dict) else {pod["spec"]["containers"][0]["name"]: plan.logs}
         for container, text in texts.items():
             self.logs.append((pod["metadata"]["namespace"], pod["metadata"]["name"], container), text, self.sim.now())
 
@@ -282,6 +287,13 @@ class Kubelet:
         """Drop timelines of pods that no longer exist."""
         for uid in [u for u in self.runs if u not in live_uids]:
             del self.runs[uid]
+
+
+def no_container_line(container: dict) -> str:
+    """What a simulated container prints: that nothing ran, and what would have."""
+    words = (container.get("command") or []) + (container.get("args") or [])
+    what = shlex.join(words) if words else f"the entrypoint of {container.get('image', '?')}"
+    return f"fake-kube: no container runs here; this pod would run: {what}"
 
 
 def image_reference(image: str) -> str:

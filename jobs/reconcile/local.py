@@ -12,6 +12,7 @@ from compute.runners import sandbox
 from workspaces.access import local_compute_refusal
 
 from ..choices import JobStatus
+from ..files import FileRefused, prepare_workdir, run_folder
 from ..models import Job
 from ..spec import render_command
 from .status import append_lines, event, save, transition
@@ -19,10 +20,6 @@ from .status import append_lines, event, save, transition
 logger = logging.getLogger(__name__)
 
 LOOK_EVERY = 0.5  # seconds between looks at a running process
-
-
-def run_folder(job: Job) -> Path:
-    return Path(settings.DOCKYARD_JOB_DIR) / job.workspace.name / job.name
 
 
 def _environment(job: Job, workdir: Path) -> dict[str, str]:
@@ -63,15 +60,19 @@ def _start(job: Job) -> float | None:
     folder = run_folder(job)
     workdir = folder / "workdir"
     fields = transition(job, JobStatus.STARTING, "Starting the process on the worker's host.")
-    process = runner.adopt(folder)  # a start that crashed before its record was saved left a pid behind
+    # A start that crashed before its record was saved left a pid behind (the folder is this record's: keyed by its id).
+    process = runner.adopt(folder)
     if process is None:
-        for name in (job.spec.get("outputs") or {}):
-            (workdir / "outputs" / name).mkdir(parents=True, exist_ok=True)
         try:
+            code = job.spec.get("code")
+            code and sandbox.local_path_bind(code, "code folder")  # still shared now? (checked when posted too)
+            copied = prepare_workdir(job, workdir)
             process = runner.spawn(render_command(job.spec), folder, workdir, {}, _sandbox(job, workdir))
-        except (OSError, sandbox.Refused) as exc:
+        except (OSError, sandbox.Refused, FileRefused) as exc:
             save(job, fields + transition(job, JobStatus.FAILED, f"The process could not be started: {exc}"))
             return None
+        if copied:
+            event(job, "CodeCopied", copied + " into the working directory.")
     job.runner = {**process.as_dict(), "log_offset": 0}
     event(job, "Started", f"Process {process.pid} on {process.host}, working directory {workdir}.")
     fields += transition(job, JobStatus.RUNNING, "") + ["runner"]

@@ -8,7 +8,10 @@ from workspaces.models import Workspace
 
 from . import files
 from .choices import Target
+from .files import FileRefused  # what output_list and output_file raise (transports catch it from here)
 from .models import Job, JobEvent, JobLogLine
+
+__all__ = ["FileRefused"]
 
 MAX_LOG_PAGE = 5000
 

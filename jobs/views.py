@@ -18,7 +18,6 @@ from workspaces.views import WorkspaceScopedMixin
 
 from . import selectors, services
 from .choices import TERMINAL
-from .files import FileRefused
 from .filters import JobFilter
 from .models import Job
 from .serializers import (
@@ -213,11 +212,11 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
         if path is None:
             try:
                 return Response(JobOutputFileSerializer(selectors.output_list(job=job), many=True).data)
-            except FileRefused as exc:
+            except selectors.FileRefused as exc:
                 raise JobStateConflict(str(exc), code="OutputsUnreadable") from None
         try:
             stream = selectors.output_file(job=job, path=path)
-        except FileRefused as exc:
+        except selectors.FileRefused as exc:
             raise BadRequest(str(exc), code="InvalidPath", target="path") from None
         except FileNotFoundError:
             raise exceptions.NotFound(f"Job '{job.name}' has no output file {path}.") from None

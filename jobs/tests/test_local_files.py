@@ -13,7 +13,7 @@ from jobs.models import Job
 from jobs.reconcile import local
 from jobs.tests.test_local_jobs import BASE, ended, job_dir, log_of, submit, wait_for, worker  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.usefixtures("local_compute")
+pytestmark = pytest.mark.usefixtures("local_compute", "worker")
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def shared(settings, tmp_path) -> Path:
     return root
 
 
-def test_hello_world_output_writes_to_outputs_and_lists_it(worker, owner_api):
+def test_hello_world_output_writes_to_outputs_and_lists_it(owner_api):
     name = submit(owner_api, name="hello-world-output", command="echo hello > ./outputs/helloworld.txt")
     job = ended(owner_api, name)
     assert job["status"] == "Completed", (job["status_reason"], log_of(owner_api, name))
@@ -45,7 +45,7 @@ def test_hello_world_output_writes_to_outputs_and_lists_it(worker, owner_api):
     assert b"".join(response.streaming_content) == b"hello\n"
 
 
-def test_the_code_folder_is_copied_in_without_what_amlignore_lists(worker, owner_api, shared):
+def test_the_code_folder_is_copied_in_without_what_amlignore_lists(owner_api, shared):
     name = submit(owner_api, command="sh train.sh; ls", code=str(shared / "src"))
     job = ended(owner_api, name)
     assert job["status"] == "Completed", (job["status_reason"], log_of(owner_api, name))
@@ -55,7 +55,7 @@ def test_the_code_folder_is_copied_in_without_what_amlignore_lists(worker, owner
     assert any(event["reason"] == "CodeCopied" and "Copied 3 files" in event["message"] for event in events), events
 
 
-def test_a_code_folder_no_longer_shared_fails_the_job_with_the_reason(worker, owner_api, shared, settings, monkeypatch):
+def test_a_code_folder_no_longer_shared_fails_the_job_with_the_reason(owner_api, shared, settings, monkeypatch):
     from jobs import services
 
     monkeypatch.setattr(services, "_enqueue", lambda job: None)
@@ -68,7 +68,7 @@ def test_a_code_folder_no_longer_shared_fails_the_job_with_the_reason(worker, ow
     assert job["status"] == "Failed" and "DOCKYARD_LOCAL_PATHS" in job["status_reason"]
 
 
-def test_a_job_made_again_with_a_deleted_jobs_name_runs_fresh(worker, owner_api):
+def test_a_job_made_again_with_a_deleted_jobs_name_runs_fresh(owner_api):
     """Issue 10 item 17: the old folder (its exit code, its log) is gone with its record and never adopted."""
     submit(owner_api, name="again", command="echo first; exit 3")
     assert ended(owner_api, "again")["exit_code"] == 3

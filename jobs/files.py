@@ -7,6 +7,7 @@ make a read wait. The code folder comes from a folder the server shares (DOCKYAR
 the same care, within size and file-count bounds, honouring `.amlignore` (or else `.gitignore`) as Azure ML does.
 """
 import os
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -16,7 +17,7 @@ from django.conf import settings
 
 from .spec import output_is_file
 
-WORKDIR, OUTPUTS = "workdir", "outputs"
+WORKDIR, OUTPUTS, OWNER = "workdir", "outputs", "job"
 IGNORE_FILES = (".amlignore", ".gitignore")  # the first one a folder has is the one used (Azure ML's order)
 MAX_IGNORE_FILE = 64 * 1024
 MAX_DEPTH = 64
@@ -32,6 +33,28 @@ class FileRefused(ValueError):
 def run_folder(job) -> Path:
     """The job's own folder, keyed by its record's id: a later job of the same name never finds this one's files."""
     return Path(settings.DOCKYARD_JOB_DIR) / job.workspace.name / str(job.pk)
+
+
+def owner_mark(job) -> str:
+    """What the folder's OWNER file says for this record: its id and creation time (an id alone may come back after a
+    database is restored beside an old var/)."""
+    return f"{job.pk} {job.created_at.isoformat()}\n"
+
+
+def claim_run_folder(job) -> Path:
+    """The job's run folder, made this record's: a folder another record left (same id, other creation) is cleared."""
+    folder = run_folder(job)
+    mark = folder / OWNER
+    try:
+        if mark.read_text() != owner_mark(job):
+            shutil.rmtree(folder)
+    except FileNotFoundError:
+        if folder.exists():
+            shutil.rmtree(folder)  # files without an owner are nobody's run: never adopt them
+    folder.mkdir(parents=True, exist_ok=True)
+    if not mark.exists():
+        mark.write_text(owner_mark(job))
+    return folder
 
 
 def started_folder(job) -> Path:

@@ -12,7 +12,7 @@ from compute.runners import sandbox
 from workspaces.access import local_compute_refusal
 
 from ..choices import JobStatus
-from ..files import FileRefused, prepare_workdir, run_folder
+from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  # noqa: F401 (run_folder: tests)
 from ..models import Job
 from ..spec import render_command
 from .status import append_lines, event, save, transition
@@ -57,7 +57,7 @@ def _start(job: Job) -> float | None:
     if refusal:
         save(job, transition(job, JobStatus.FAILED, f"The process was not started: {refusal}"))
         return None
-    folder = run_folder(job)
+    folder = claim_run_folder(job)
     workdir = folder / "workdir"
     fields = transition(job, JobStatus.STARTING, "Starting the process on the worker's host.")
     # A start that crashed before its record was saved left a pid behind (the folder is this record's: keyed by its id).

@@ -154,6 +154,25 @@ def test_the_folder_belongs_to_one_job_record(owner_api, job_dir):
     assert files.run_folder(second) != old and not files.run_folder(second).exists()
 
 
+def test_a_folder_another_record_left_is_cleared_not_adopted(owner_api, job_dir):
+    """Ids may come back (a database restored beside an old var/): the folder's owner mark must match the record."""
+    assert owner_api.post(URL, {"name": "mine", "command": "echo", "compute": "local"}, format="json").status_code == 201
+    job = Job.objects.get(name="mine")
+    folder = files.run_folder(job)
+    for mark in ("999 2020-01-01T00:00:00+00:00\n", None):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "exit_code").write_text("0\n")
+        if mark:
+            (folder / files.OWNER).write_text(mark)
+        else:
+            (folder / files.OWNER).unlink()
+        assert files.claim_run_folder(job) == folder and not (folder / "exit_code").exists()
+        assert (folder / files.OWNER).read_text() == files.owner_mark(job)
+    (folder / "run.pid").write_text("123\n")
+    files.claim_run_folder(job)
+    assert (folder / "run.pid").exists()  # its own folder is kept: a start that crashed is adopted from it
+
+
 # The code folder copied in
 
 

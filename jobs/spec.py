@@ -78,6 +78,7 @@ REFUSED_OUTPUT_FIELDS = {
     "datastore": "There are no datastores here: outputs stay in the job's outputs folder; leave datastore out.",
 }
 DEFAULT_OUTPUT = "default"  # Azure ML's name for the run's own artifact folder (Dockyard's ./outputs)
+LIMITS_FIELDS = {"timeout"}
 DISTRIBUTIONS = {
     "pytorch": {"process_count_per_instance"},
     "mpi": {"process_count_per_instance"},
@@ -359,7 +360,7 @@ def _limits(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("limits", "limits must be a mapping with `timeout` (seconds)."))
         return {}
-    for key in sorted(set(value) - {"timeout"}, key=str):
+    for key in sorted(set(value) - LIMITS_FIELDS, key=str):
         errors.append((f"limits.{key}", f"'{key}' is not a limits field (timeout)."))
     timeout = _positive_int(value.get("timeout"), "limits.timeout", errors)
     return {"timeout": timeout} if timeout else {}

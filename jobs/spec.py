@@ -87,8 +87,9 @@ DISTRIBUTIONS = {
 # Kept and shown, but not read by Dockyard (the field-audit test walks the accepted fields against this).
 STORED_ONLY: dict[str, str] = {
     "properties": "Descriptive key/value pairs, kept and shown with the job like tags; Dockyard reads none of them.",
-    "inputs.*.mode": "A data input's path is given to the command as written (Azure ML's `direct`): nothing is mounted "
-                     "or downloaded; ro_mount and download are checked and kept so Azure ML YAML loads unchanged.",
+    "inputs.*.mode": "A data input's path is given to the command as written (Azure ML's `direct`); a local job's "
+                     "input under DOCKYARD_LOCAL_PATHS is shown read-only at that path whatever the mode. Nothing is "
+                     "downloaded; ro_mount and download are checked and kept so Azure ML YAML loads unchanged.",
     "inputs.*.description": "Shown with the job; describes the input.",
     "outputs.*.description": "Shown with the job; describes the output.",
 }

@@ -14,7 +14,7 @@ from workspaces.access import local_compute_refusal
 from ..choices import JobStatus
 from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  # noqa: F401 (run_folder: tests)
 from ..models import Job
-from ..spec import render_command
+from ..spec import DATA_INPUT_TYPES, render_command
 from .status import append_lines, event, save, transition
 
 logger = logging.getLogger(__name__)
@@ -37,12 +37,27 @@ def _environment(job: Job, workdir: Path) -> dict[str, str]:
 
 def _sandbox(job: Job, workdir: Path) -> sandbox.Sandbox:
     """The job sees its working directory (read-write), its venv (read-only) and the system; no network unless allowed."""
-    binds = [sandbox.Bind(workdir, writable=True)]
+    binds = [sandbox.Bind(workdir, writable=True), *_input_binds(job)]
     venv = (job.spec.get("environment") or {}).get("venv")
     if venv:
         binds += sandbox.venv_binds(venv)
     network = settings.DOCKYARD_SANDBOX_NETWORK or getattr(job.workspace, "local_network_enabled", False)
     return sandbox.Sandbox(tuple(binds), network, _environment(job, workdir))
+
+
+def _input_binds(job: Job) -> list[sandbox.Bind]:
+    """Data inputs that are folders or files of this host under DOCKYARD_LOCAL_PATHS, shown read-only at their own path
+    (ro_mount; a download would read the same files). Any other path is given to the command as text, as written."""
+    binds = []
+    for item in (job.spec.get("inputs") or {}).values():
+        path = item.get("path") if isinstance(item, dict) and item.get("type") in DATA_INPUT_TYPES else None
+        if not isinstance(path, str) or not os.path.isabs(path) or not os.path.exists(path):
+            continue
+        try:
+            binds.append(sandbox.local_path_bind(path, "input path"))
+        except sandbox.Refused:
+            continue  # not shared with local jobs: the sandbox does not show it
+    return binds
 
 
 def reconcile_local(job: Job) -> float | None:

@@ -80,3 +80,13 @@ def test_a_job_made_again_with_a_deleted_jobs_name_runs_fresh(owner_api):
     job = ended(owner_api, "again")
     assert (job["status"], job["exit_code"]) == ("Completed", 0), job["status_reason"]
     assert log_of(owner_api, "again") == ["second"]
+
+
+def test_a_data_input_under_the_shared_folders_is_readable_in_the_sandbox(owner_api, shared):
+    (shared / "cifar").mkdir()
+    (shared / "cifar" / "labels.txt").write_text("cat dog\n")
+    name = submit(owner_api, command="cat ${{inputs.training_data}}/labels.txt",
+                  inputs={"training_data": {"path": str(shared / "cifar"), "mode": "ro_mount"}})
+    job = ended(owner_api, name)
+    assert job["status"] == "Completed", (job["status_reason"], log_of(owner_api, name))
+    assert log_of(owner_api, name) == ["cat dog"]

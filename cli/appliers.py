@@ -6,7 +6,7 @@ import yaml
 
 from . import instancetypes
 from .client import ApiClient, Response, path_of
-from .documents import COMPUTE_TYPES, SECRET_FIELDS, Document, compute_body, contains
+from .documents import COMPUTE_TYPES, SECRET_FIELDS, Document, compute_body, contains, with_code_resolved
 from .endpoints import (
     TRAFFIC_FIELDS,
     changed_keys,
@@ -156,7 +156,7 @@ def apply_document(document: Document, client: ApiClient, scope: Scope, dry_run:
     if route == "instancetype":
         return apply_instance_types(scope.instance_types(client), body, dry_run)
     if route == "job" and body.get("type") == "command":
-        return [apply_job(client, scope.workspace(), body, dry_run)]
+        return [apply_job(client, scope.workspace(), with_code_resolved(document), dry_run)]
     if route == "job":
         raise NotSupportedYet(f"This is a {body.get('type')} job; Dockyard runs command jobs only (`type: command`).")
     if route == "online-endpoint":

@@ -1,4 +1,5 @@
 """Reading YAML files: multi-document loading, `--set` overrides and the file-reading conveniences."""
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ SSH_HOST_TYPES = ("virtualmachine", "hdinsight")
 # Write-only fields: the API never returns them, so they cannot be compared, and the CLI never prints them.
 SECRET_FIELDS = frozenset({"kubeconfig", "admin_password", "ssh_private_key", "access_token", "account_key"})
 UNESCAPED_DOT = re.compile(r"(?<!\\)\.")
+URL_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git\+|azureml:)")
 
 
 @dataclass
@@ -140,4 +142,19 @@ def compute_body(document: Document) -> dict:
             raise InvalidInput("Give ssh_private_key or ssh_private_key_file, not both.", target=target, code="InvalidFile")
         ssh["ssh_private_key"] = read_side_file(document, ssh.pop("ssh_private_key_file"), target)
         body["ssh_settings"] = ssh
+    return body
+
+
+def with_code_resolved(document: Document) -> dict:
+    """A job's body with a relative `code:` folder made absolute against the YAML file's folder (Azure ML's rule).
+
+    The server takes only absolute paths (its working folder is not the user's); references (azureml:…) and URLs are
+    left for the server to judge.
+    """
+    body = document.body
+    code = body.get("code") if isinstance(body, dict) else None
+    if not isinstance(code, str) or not code or URL_LIKE.match(code):
+        return body
+    path = Path(code).expanduser()
+    body["code"] = os.path.normpath(path if path.is_absolute() else document.base_dir / path)
     return body

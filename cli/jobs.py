@@ -78,8 +78,27 @@ def as_strings(mapping) -> dict:
     return {key: ("true" if value else "false") if isinstance(value, bool) else str(value) for key, value in mapping.items()}
 
 
+def as_stored(key: str, value):
+    """A document's inputs, outputs or distribution as the API stores them: enum values lower-cased (Azure ML reads them
+    in any case), an input given by path typed uri_folder, the `default` output's path (Azure ML's own) dropped."""
+    if key == "distribution" and isinstance(value, dict) and isinstance(value.get("type"), str):
+        return {**value, "type": value["type"].lower()}
+    if key not in ("inputs", "outputs") or not isinstance(value, dict):
+        return value
+    return {name: _entry_as_stored(key, name, item) if isinstance(item, dict) else item for name, item in value.items()}
+
+
+def _entry_as_stored(key: str, name: str, item: dict) -> dict:
+    entry = {field: text.lower() if field in ("type", "mode") and isinstance(text, str) else text
+             for field, text in item.items() if not (key == "outputs" and name == "default" and field == "path")}
+    if key == "inputs" and "type" not in entry and "path" in entry:
+        entry["type"] = "uri_folder"
+    return entry
+
+
 def same_field(key: str, desired, current) -> bool:
     """Whether the job already has what the document asks for in one field, as the API normalises it."""
+    desired = as_stored(key, desired)
     if key == "compute":
         return compute_name(desired) == compute_name(current)
     if key in STRING_MAPS:

@@ -312,8 +312,14 @@ DOCKYARD_LOG_FOLLOW_SECONDS = int(os.environ.get("DOCKYARD_LOG_FOLLOW_SECONDS", 
 DOCKYARD_SANDBOX_UID = int(os.environ["DOCKYARD_SANDBOX_UID"]) if os.environ.get("DOCKYARD_SANDBOX_UID") else None
 # Give every sandbox a network of its own (slirp4netns; never the host's loopback); per workspace: local_network_enabled.
 DOCKYARD_SANDBOX_NETWORK = env_bool("DOCKYARD_SANDBOX_NETWORK", False)
-# Folders whose contents local deployments may use as code or model (read-only), separated by ":". Empty: none.
+# Folders whose contents local deployments and local jobs may use as code or model (read-only), separated by ":". Empty: none.
 DOCKYARD_LOCAL_PATHS = [Path(path) for path in os.environ.get("DOCKYARD_LOCAL_PATHS", "").split(os.pathsep) if path]
+# A local job's `code:` folder is copied into its working folder before it starts, within these bounds (a job past
+# them fails, saying which): the copy is the tenant's, so it must not be a way to fill the worker's disk.
+DOCKYARD_JOB_CODE_MAX_BYTES = int(os.environ.get("DOCKYARD_JOB_CODE_MAX_BYTES", str(256 * 1024 * 1024)))
+DOCKYARD_JOB_CODE_MAX_FILES = int(os.environ.get("DOCKYARD_JOB_CODE_MAX_FILES", "10000"))
+# `jobs/{name}/outputs/` lists at most this many files of a local job's ./outputs folder.
+DOCKYARD_JOB_OUTPUTS_MAX_LIST = int(os.environ.get("DOCKYARD_JOB_OUTPUTS_MAX_LIST", "5000"))
 # Open `logs?follow=true` streams per user (counted in the cache, so Redis counts them across web processes); 429 beyond.
 DOCKYARD_LOG_STREAMS_PER_USER = int(os.environ.get("DOCKYARD_LOG_STREAMS_PER_USER", "10"))
 

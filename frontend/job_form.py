@@ -43,7 +43,7 @@ FIELDS = (
           help="Runs in a shell; ${{inputs.x}} references work when the YAML declares the inputs."),
     Field("compute", "Compute", "select", required=True,
           help="local: a process on the worker's host; serverless: Dockyard picks a Kubernetes compute that fits."),
-    Field("image", "Container image", help="Required on Kubernetes and serverless, e.g. python:3.11-slim."),
+    Field("image", "Container image", help="Required on Kubernetes and serverless, e.g. python:3.11-slim; leave it empty for local (a local job runs on the host)."),
     Field("instance_type", "Instance type", "select"),
     Field("instance_count", "Instance count", "int", initial="1", help="Nodes (pods) the job runs on."),
     Field("timeout", "Timeout (seconds)", "int", help="The job is stopped after this long; empty for no limit."),

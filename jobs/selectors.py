@@ -1,9 +1,17 @@
-"""Read paths for jobs: lists, one job, log pages and events."""
+"""Read paths for jobs: lists, one job, log pages, events and a local job's output files."""
+from typing import BinaryIO
+
+from django.conf import settings
 from django.db.models import F, QuerySet
 
 from workspaces.models import Workspace
 
+from . import files
+from .choices import Target
+from .files import FileRefused  # what output_list and output_file raise (transports catch it from here)
 from .models import Job, JobEvent, JobLogLine
+
+__all__ = ["FileRefused"]
 
 MAX_LOG_PAGE = 5000
 
@@ -31,3 +39,18 @@ def log_text(*, job: Job) -> str:
 
 def event_list(*, job: Job) -> QuerySet[JobEvent]:
     return JobEvent.objects.filter(job=job).order_by("time", "id")
+
+
+def outputs_kept(*, job: Job) -> bool:
+    """Only local jobs keep their ./outputs folder (a Kubernetes pod's files go with it, until output storage lands)."""
+    return job.target == Target.LOCAL
+
+
+def output_list(*, job: Job) -> list[dict]:
+    """The files the job left in ./outputs (its declared outputs are folders in it): [{name, path, size}]."""
+    return files.output_files(job, settings.DOCKYARD_JOB_OUTPUTS_MAX_LIST)
+
+
+def output_file(*, job: Job, path: str) -> BinaryIO:
+    """One output file, opened without following links (files.FileRefused / FileNotFoundError say why not)."""
+    return files.open_output(job, files.check_output_path(path))

@@ -103,3 +103,11 @@ class JobEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
         fields = ["time", "type", "reason", "message"]
+
+
+class JobOutputFileSerializer(serializers.Serializer):
+    """One file a local job left in ./outputs."""
+
+    name = serializers.CharField()
+    path = serializers.CharField(help_text="relative to ./outputs; GET outputs/?path=... downloads it")
+    size = serializers.IntegerField()

@@ -1,5 +1,6 @@
 """Changes to jobs: validate the YAML, resolve where it runs, save, audit, enqueue reconcile after commit."""
 import secrets
+from pathlib import Path
 
 from django.db import transaction
 
@@ -17,7 +18,7 @@ from workspaces.models import Workspace
 
 from .choices import CANCELABLE, JobStatus, Target
 from .models import Job, JobEvent
-from .spec import SpecErrors, parse_job
+from .spec import DEFAULT_SHM, SpecErrors, parse_job
 
 EDITABLE = ("display_name", "description", "tags")
 ADJECTIVES = "amber brave calm eager fair gentle honest jolly keen lively mellow nimble proud quiet rapid shy tidy vivid witty zesty".split()
@@ -47,14 +48,47 @@ def _resolve_local(workspace: Workspace, spec: dict) -> tuple[str, None, str]:
         errors.append(("resources.instance_count", "A local job runs one process on the worker's host: instance_count must be 1."))
     if spec.get("distribution"):
         errors.append(("distribution", "Distributed training needs a Kubernetes compute; a local job runs one process."))
+    errors += _local_only_fields(spec)
     venv = (spec.get("environment") or {}).get("venv")
     try:
         venv and sandbox.venv_binds(venv)  # said now, not when the worker starts it (it checks again then)
     except sandbox.Refused as exc:
         errors.append(("environment.venv", str(exc)))
+    errors += _code_problems(spec.get("code"))
     if errors:
         raise _invalid(errors)
     return Target.LOCAL, None, ""
+
+
+def _local_only_fields(spec: dict) -> list[tuple[str, str]]:
+    """Fields that shape a Kubernetes pod and mean nothing to a process on the worker's host."""
+    errors = []
+    if (spec.get("environment") or {}).get("image"):
+        errors.append(("environment.image", "A local job runs on the worker's host, not in a container: leave image out "
+                                            "(use environment.venv for a Python environment)."))
+    if spec["resources"].get("instance_type"):
+        errors.append(("resources.instance_type", "A local job runs on the worker's host: instance types shape "
+                                                  "Kubernetes pods; leave instance_type out."))
+    if spec["resources"]["shm_size"] != DEFAULT_SHM:
+        errors.append(("resources.shm_size", "A local job's /dev/shm is its sandbox's own, not sized per job: shm_size "
+                                             "applies to Kubernetes jobs; leave it out."))
+    return errors
+
+
+def _code_problems(code: str | None) -> list[tuple[str, str]]:
+    """A local job's code folder is on this host, under a folder the server shares (DOCKYARD_LOCAL_PATHS)."""
+    if not code:
+        return []
+    if not Path(code).is_absolute():  # the API and the worker may run in different folders
+        return [("code", f"Give the code folder as an absolute path on the Dockyard host (not {code!r}); the CLI "
+                         "resolves a relative one against the YAML file's folder.")]
+    try:
+        sandbox.local_path_bind(code, "code folder")
+    except sandbox.Refused as exc:
+        return [("code", str(exc))]
+    if not Path(code).is_dir():
+        return [("code", f"The code folder {code} does not exist on the Dockyard host.")]
+    return []
 
 
 def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget, str]:
@@ -85,6 +119,14 @@ def _check_container_job(spec: dict) -> None:
         errors.append(("environment.image", "A job on Kubernetes runs in a container: environment.image is required."))
     if "venv" in environment:
         errors.append(("environment.venv", "environment.venv applies to local jobs only."))
+    if spec.get("code"):
+        errors.append(("code", "Code folders are not shipped to Kubernetes yet: the job's command would not find them. "
+                               "Put the code in the image (environment.image) and leave code out, or run the job on "
+                               "compute: local."))
+    if spec.get("outputs"):
+        errors.append(("outputs", "Outputs of Kubernetes jobs are not kept yet (a pod's files go with it): leave outputs "
+                                  "out and save results from the command, or run the job on compute: local, whose "
+                                  "outputs folder is kept and listed."))
     distribution = spec.get("distribution") or {}
     if distribution.get("type") == "tensorflow":
         if distribution.get("parameter_server_count"):

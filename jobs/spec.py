@@ -1,8 +1,9 @@
 """Azure ML command-job YAML → a validated, normalised spec (pure: no Django, no network).
 
-Field names are Azure ML's. Fields Azure ML has but Dockyard does not act on (queue_settings, identity, services,
-outputs' modes, resources.docker_args/locations/properties) are kept as given so a team's YAML loads unchanged;
-anything else is refused by name, so a typo is never silently ignored.
+Field names are Azure ML's. Every field accepted is acted on, or refused by name with the reason (a typo, or an Azure
+ML feature Dockyard does not have, is never silently ignored); the few kept only to be shown are in STORED_ONLY.
+Enum values are read as Azure ML's schema reads them (StringTransformedEnum: lower-cased before the check) and stored
+in their canonical spelling.
 """
 import math
 import re
@@ -21,8 +22,8 @@ MAX_INSTANCES = 100000
 TOP_LEVEL = {
     "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
     "environment", "environment_variables", "compute", "resources", "distribution", "limits", "inputs", "outputs",
-    "queue_settings", "identity", "services", "properties",
-    # read-only in Azure ML; accepted (and ignored) so `job show -o yaml` output can be submitted again
+    "properties",
+    # read-only in Azure ML; accepted (and dropped) so `job show -o yaml` output can be submitted again
     "status", "status_reason", "creation_context", "log_files", "parameters", "id", "start_time", "end_time",
     "duration", "exit_code", "instance_type", "placement", "created_on", "updated_on", "created_by",
     "log_lines", "deleting", "manifests",
@@ -30,17 +31,86 @@ TOP_LEVEL = {
 READ_ONLY = TOP_LEVEL - {
     "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
     "environment", "environment_variables", "compute", "resources", "distribution", "limits", "inputs", "outputs",
-    "queue_settings", "identity", "services", "properties",
+    "properties",
 }
-RESOURCE_FIELDS = {"instance_type", "instance_count", "shm_size", "docker_args", "locations", "properties", "max_instance_count"}
-ENVIRONMENT_FIELDS = {"image", "venv", "name", "version", "description", "tags", "conda_file"}
+# Azure ML job fields Dockyard has no backend for: refused with the reason rather than stored and ignored.
+REFUSED_TOP_LEVEL = {
+    "queue_settings": "queue_settings (job_tier, priority) is not honoured here: Kubernetes schedules jobs in the order "
+                      "their pods fit; leave it out.",
+    "identity": "Jobs here run without an Azure identity (no managed or user identity is passed to them); leave identity "
+                "out and give credentials through environment_variables or the image.",
+    "services": "Interactive services (ssh, jupyter_lab, tensor_board, vs_code) are not started for jobs here; leave "
+                "services out.",
+}
+# `job show -o yaml` lists these services; they describe Azure ML's own studio, so they are dropped when submitted again.
+READ_ONLY_SERVICES = {"studio", "tracking"}
+RESOURCE_FIELDS = {"instance_type", "instance_count", "shm_size"}
+REFUSED_RESOURCES = {
+    "docker_args": "docker_args cannot be honoured: jobs run as Kubernetes pods or in the local sandbox, not with docker "
+                   "run; use shm_size for /dev/shm.",
+    "locations": "locations (Azure regions for serverless jobs) have no meaning here: choose a compute instead.",
+    "properties": "resources.properties (Azure ML backend settings) are not read here; leave them out.",
+    "max_instance_count": "Elastic training (max_instance_count) is not supported: a job runs exactly instance_count "
+                          "instances.",
+}
+ENVIRONMENT_FIELDS = {"image", "venv", "description", "tags"}
+REFUSED_ENVIRONMENT = {
+    "conda_file": "conda_file environments are not built here: give a ready `image` (or a `venv` for local jobs).",
+    "name": "Registered environments are not available here yet: give an inline environment with `image` "
+            "(or `venv` for local jobs) instead of a name and version.",
+    "version": "Registered environments are not available here yet: give an inline environment with `image` "
+               "(or `venv` for local jobs) instead of a name and version.",
+}
 DATA_INPUT_TYPES = {"uri_file", "uri_folder", "mlflow_model", "custom_model", "mltable"}
 LITERAL_INPUT_TYPES = {"string", "integer", "number", "boolean"}
+INPUT_FIELDS = {"type", "path", "mode", "default", "value", "description"}
+# Azure ML's input modes per type (azure-ai-ml's input schemas).
+INPUT_MODES = {"ro_mount", "download", "direct"}
+MLTABLE_INPUT_MODES = INPUT_MODES | {"eval_mount", "eval_download"}
+OUTPUT_FIELDS = {"type", "mode", "description"}
+OUTPUT_TYPES = {"uri_folder", "uri_file", "mlflow_model", "custom_model", "mltable"}
+OUTPUT_MODES = {"rw_mount", "upload", "mount"}  # each leaves the files in the job's outputs folder, kept with the job
+REFUSED_OUTPUT_FIELDS = {
+    "path": "Outputs are kept in the job's own outputs folder (listed at the job's outputs/): there is no datastore "
+            "to write them to; leave path out.",
+    "name": "Outputs are not registered as data assets here: leave name and version out.",
+    "version": "Outputs are not registered as data assets here: leave name and version out.",
+    "datastore": "There are no datastores here: outputs stay in the job's outputs folder; leave datastore out.",
+}
+DEFAULT_OUTPUT = "default"  # Azure ML's name for the run's own artifact folder (Dockyard's ./outputs)
+LIMITS_FIELDS = {"timeout"}
 DISTRIBUTIONS = {
     "pytorch": {"process_count_per_instance"},
     "mpi": {"process_count_per_instance"},
     "tensorflow": {"worker_count", "parameter_server_count"},
 }
+# Kept and shown, but not read by Dockyard (the field-audit test walks the accepted fields against this).
+STORED_ONLY: dict[str, str] = {
+    "properties": "Descriptive key/value pairs, kept and shown with the job like tags; Dockyard reads none of them.",
+    "inputs.*.mode": "A data input's path is given to the command as written (Azure ML's `direct`); a local job's "
+                     "input under DOCKYARD_LOCAL_PATHS is shown read-only at that path whatever the mode. Nothing is "
+                     "downloaded; ro_mount and download are checked and kept so Azure ML YAML loads unchanged.",
+    "inputs.*.description": "Shown with the job; describes the input.",
+    "outputs.*.description": "Shown with the job; describes the output.",
+}
+
+
+def camel_to_snake(text: str) -> str:
+    """Azure ML's casing transform for some enums: 'AMLToken' → 'aml_token', 'LowPriority' → 'low_priority'."""
+    text = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", text)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
+
+
+def canonical_enum(value: object, allowed, *, camel: bool = False) -> str | None:
+    """`value` in its canonical spelling when it names one of `allowed` as Azure ML's schema reads it, else None.
+
+    Azure ML's StringTransformedEnum lower-cases a value before checking it (camel_to_snake for the fields that ask
+    for it): 'URI_FOLDER' is uri_folder, 'PyTorch' is pytorch.
+    """
+    if not isinstance(value, str):
+        return None
+    transformed = camel_to_snake(value) if camel else value.lower()
+    return transformed if transformed in allowed else None
 
 
 class SpecErrors(Exception):
@@ -57,11 +127,15 @@ def parse_job(body: object) -> dict:
         raise SpecErrors([("", "The body must be a mapping of command-job fields (Azure ML job YAML).")])
     errors: list[tuple[str, str]] = []
     for key in sorted(set(body) - TOP_LEVEL, key=str):
-        errors.append((str(key), f"'{key}' is not a command-job field."))
-    if body.get("type", "command") != "command":
+        if key in REFUSED_TOP_LEVEL and not (key == "services" and _read_only_services(body[key])):
+            errors.append((key, REFUSED_TOP_LEVEL[key]))
+        elif key not in REFUSED_TOP_LEVEL:
+            errors.append((str(key), f"'{key}' is not a command-job field."))
+    if canonical_enum(body.get("type", "command"), {"command"}) is None:
         errors.append(("type", f"Only command jobs are supported here, not type '{body.get('type')}'."))
     spec = {key: value for key, value in body.items() if key in TOP_LEVEL - READ_ONLY and key not in ("$schema", "type")}
     spec["type"] = "command"
+    spec["code"] = _code(body.get("code"), errors)
     spec["name"] = _name(body.get("name"), errors)
     for key in ("display_name", "description"):
         spec[key] = _text(body.get(key), key, errors)
@@ -84,6 +158,28 @@ def parse_job(body: object) -> dict:
         raise SpecErrors(errors)
     # compute stays even when empty: "" is serverless, and services read it to place the job
     return {key: value for key, value in spec.items() if value not in (None, {}, "") or key in ("name", "command", "compute")}
+
+
+def _read_only_services(value: object) -> bool:
+    """`job show` output's services (Studio, Tracking links): Azure ML's own, dropped when the job is submitted again."""
+    return isinstance(value, dict) and all(
+        isinstance(item, dict) and canonical_enum(item.get("type"), READ_ONLY_SERVICES) for item in value.values())
+
+
+def _code(value: object, errors: list) -> str | None:
+    """A folder of code (a path on the Dockyard host; the CLI resolves a relative one against the YAML's folder)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or "\0" in value:
+        errors.append(("code", "code must be the path of a folder."))
+        return None
+    if value.startswith("azureml:"):
+        errors.append(("code", "Registered code assets (azureml:...) are not available here: give the path of a folder."))
+        return None
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", value) or value.startswith("git+"):
+        errors.append(("code", "code must be a folder on the Dockyard host, not a URL: Dockyard does not download code."))
+        return None
+    return value
 
 
 def _json_safe(value: object, path: str, errors: list) -> object:
@@ -192,9 +288,8 @@ def _environment(value: object, errors: list) -> dict:
         errors.append(("environment", "environment must be a mapping with `image` (or, for local jobs, `venv`)."))
         return {}
     for key in sorted(set(value) - ENVIRONMENT_FIELDS, key=str):
-        errors.append((f"environment.{key}", f"'{key}' is not an environment field here (use image, or venv for local jobs)."))
-    if "conda_file" in value:
-        errors.append(("environment.conda_file", "conda_file environments are not built here: give a ready `image`."))
+        reason = REFUSED_ENVIRONMENT.get(key, f"'{key}' is not an environment field here (use image, or venv for local jobs).")
+        errors.append((f"environment.{key}", reason))
     for key in ("image", "venv"):
         if key in value and (not isinstance(value[key], str) or not value[key].strip()):
             errors.append((f"environment.{key}", f"environment.{key} must be a non-empty string."))
@@ -219,7 +314,8 @@ def _resources(value: object, errors: list) -> dict:
         errors.append(("resources", "resources must be a mapping (instance_type, instance_count, shm_size)."))
         return {"instance_count": 1, "shm_size": DEFAULT_SHM}
     for key in sorted(set(value) - RESOURCE_FIELDS, key=str):
-        errors.append((f"resources.{key}", f"'{key}' is not a resources field (instance_type, instance_count, shm_size)."))
+        reason = REFUSED_RESOURCES.get(key, f"'{key}' is not a resources field (instance_type, instance_count, shm_size).")
+        errors.append((f"resources.{key}", reason))
     result = dict(value)
     instance_type = value.get("instance_type")
     if instance_type is not None and (not isinstance(instance_type, str) or not instance_type.strip()):
@@ -237,17 +333,21 @@ def _resources(value: object, errors: list) -> dict:
 def _distribution(value: object, instance_count: int, errors: list) -> dict:
     if value is None:
         return {}
-    if not isinstance(value, dict) or value.get("type") not in DISTRIBUTIONS:
-        kind = value.get("type") if isinstance(value, dict) else None
-        errors.append(("distribution.type", f"distribution.type must be pytorch, mpi or tensorflow (not {kind!r})."))
+    kind = canonical_enum(value.get("type"), DISTRIBUTIONS) if isinstance(value, dict) else None
+    if kind is None:
+        given = value.get("type") if isinstance(value, dict) else None
+        errors.append(("distribution.type", f"distribution.type must be pytorch, mpi or tensorflow (not {given!r})."))
         return {}
-    kind = value["type"]
     for key in sorted(set(value) - DISTRIBUTIONS[kind] - {"type"}, key=str):
         errors.append((f"distribution.{key}", f"'{key}' is not a field of a {kind} distribution."))
     result = {"type": kind}
     if kind in ("pytorch", "mpi"):
         path = "distribution.process_count_per_instance"
         result["process_count_per_instance"] = _positive_int(value.get("process_count_per_instance"), path, errors, 1)
+        if kind == "mpi" and (result["process_count_per_instance"] or 1) > 1:
+            errors.append((path, "Dockyard starts one process per instance and no MPI launcher (mpirun) for it: use "
+                                 "process_count_per_instance 1 and start the ranks in the command, or use pytorch "
+                                 "(torchrun reads the process count)."))
     else:
         result["worker_count"] = _positive_int(value.get("worker_count"), "distribution.worker_count", errors, instance_count)
         result["parameter_server_count"] = _positive_int(
@@ -261,7 +361,7 @@ def _limits(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("limits", "limits must be a mapping with `timeout` (seconds)."))
         return {}
-    for key in sorted(set(value) - {"timeout"}, key=str):
+    for key in sorted(set(value) - LIMITS_FIELDS, key=str):
         errors.append((f"limits.{key}", f"'{key}' is not a limits field (timeout)."))
     timeout = _positive_int(value.get("timeout"), "limits.timeout", errors)
     return {"timeout": timeout} if timeout else {}
@@ -280,11 +380,41 @@ def _inputs(value: object, errors: list) -> dict:
             errors.append((path, f"'{key}' is not a valid input name."))
         elif _scalar_text(item) is not None:
             result[key] = item
-        elif isinstance(item, dict) and _input_value(item) is not None:
-            result[key] = item
+        elif isinstance(item, dict):
+            normalised = _input(item, path, errors)
+            if normalised is not None:
+                result[key] = normalised
         else:
             errors.append((path, "An input is a literal (string, number, boolean), {type: <literal type>, default: ...} "
                                  "or {type: uri_file|uri_folder|..., path: ...}."))
+    return result
+
+
+def _input(item: dict, path: str, errors: list) -> dict | None:
+    """One input mapping with its type and mode in canonical spelling; a data input without `type` is a uri_folder."""
+    unknown = sorted(set(item) - INPUT_FIELDS, key=str)
+    for key in unknown:
+        errors.append((f"{path}.{key}", f"'{key}' is not an input field here ({', '.join(sorted(INPUT_FIELDS))})."))
+    result = dict(item)
+    if "type" in item:
+        kind = canonical_enum(item["type"], DATA_INPUT_TYPES | LITERAL_INPUT_TYPES)
+    else:
+        kind = "uri_folder" if "path" in item else None  # Azure ML's default for an input given by path
+    if kind is not None:
+        result["type"] = kind
+    if "mode" in item:
+        modes = MLTABLE_INPUT_MODES if kind == "mltable" else INPUT_MODES if kind in DATA_INPUT_TYPES else set()
+        mode = canonical_enum(item["mode"], modes)
+        if mode is None:
+            shown = ", ".join(sorted(modes)) or "none: a literal input has no mode"
+            errors.append((f"{path}.mode", f"mode {item['mode']!r} is not a mode of a {kind or 'literal'} input ({shown})."))
+            return None
+        result["mode"] = mode
+    if unknown or ("type" in item and kind is None) or _input_value(result) is None:
+        if not unknown:
+            errors.append((path, "An input is a literal (string, number, boolean), {type: <literal type>, default: ...} "
+                                 "or {type: uri_file|uri_folder|..., path: ...}."))
+        return None
     return result
 
 
@@ -304,12 +434,46 @@ def _outputs(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("outputs", "outputs must be a mapping of names to {type, mode}."))
         return {}
+    result = {}
     for key, item in value.items():
         if not isinstance(key, str) or not ENV_NAME.match(key):
             errors.append((f"outputs.{key}", f"'{key}' is not a valid output name."))
         elif item is not None and not isinstance(item, dict):
             errors.append((f"outputs.{key}", "An output is a mapping such as {type: uri_folder, mode: rw_mount}."))
-    return dict(value)
+        else:
+            result[key] = item if item is None else _output(key, item, errors)
+    return result
+
+
+def _output(name: str, item: dict, errors: list) -> dict:
+    """One output with its type and mode in canonical spelling; what Dockyard cannot do with it is refused."""
+    path = f"outputs.{name}"
+    result = {}
+    for key, field in item.items():
+        if key == "path" and name == DEFAULT_OUTPUT:
+            continue  # `job show` output: Azure ML's artifact folder of the run, which the job's outputs folder is here
+        if key in REFUSED_OUTPUT_FIELDS:
+            errors.append((f"{path}.{key}", REFUSED_OUTPUT_FIELDS[key]))
+        elif key not in OUTPUT_FIELDS:
+            errors.append((f"{path}.{key}", f"'{key}' is not an output field here (type, mode, description)."))
+        else:
+            result[key] = field
+    if "type" in item:
+        result["type"] = canonical_enum(item["type"], OUTPUT_TYPES) or item["type"]
+        if result["type"] not in OUTPUT_TYPES:
+            errors.append((f"{path}.type", f"An output's type is one of {', '.join(sorted(OUTPUT_TYPES))}."))
+    if "mode" in item:
+        result["mode"] = canonical_enum(item["mode"], OUTPUT_MODES) or item["mode"]
+        if result["mode"] not in OUTPUT_MODES:
+            errors.append((f"{path}.mode", f"Output mode {item['mode']!r} is not available: the files a job writes stay in "
+                                           "its outputs folder (rw_mount, upload or mount); `direct` needs storage to "
+                                           "write to, which Dockyard does not have."))
+    return result
+
+
+def output_is_file(spec: dict, name: str) -> bool:
+    """A uri_file output names a file in the outputs folder; every other type a folder."""
+    return ((spec.get("outputs") or {}).get(name) or {}).get("type") == "uri_file"
 
 
 def _check_references(spec: dict, errors: list) -> None:

@@ -4,10 +4,10 @@ import json
 import time
 
 from django.conf import settings
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import status, viewsets
+from rest_framework import exceptions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
@@ -24,6 +24,7 @@ from .serializers import (
     JobListItemSerializer,
     JobLogLineSerializer,
     JobLogPageSerializer,
+    JobOutputFileSerializer,
     JobSerializer,
     job_as_dict,
 )
@@ -49,6 +50,12 @@ SSE_EVENT = {
         "id": {"type": "string", "description": "the line's seq: send it back as Last-Event-ID to resume"},
     },
 }
+
+
+class JobStateConflict(BadRequest):
+    """A 409 with its own code: the job's state does not allow the request (said in words)."""
+
+    status_code = status.HTTP_409_CONFLICT
 
 
 class EventCursorPagination(CountedCursorPagination):
@@ -95,7 +102,7 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
     filterset_class = JobFilter
     pagination_class = CountedCursorPagination
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    required_access = {"list": "read", "retrieve": "read", "logs": "read", "events": "read", "create": "use",
+    required_access = {"list": "read", "retrieve": "read", "logs": "read", "events": "read", "outputs": "read", "create": "use",
                        "partial_update": "use", "destroy": "use", "cancel": "use"}
 
     def get_queryset(self):
@@ -186,6 +193,35 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
         job = self.get_object()
         page = self.paginate_queryset(selectors.event_list(job=job))
         return self.get_paginated_response(JobEventSerializer(page, many=True).data)
+
+
+    @extend_schema(
+        parameters=[OpenApiParameter("path", str, description="one file's path (as listed): download it")],
+        responses={(200, "application/json"): JobOutputFileSerializer(many=True),
+                   (200, "application/octet-stream"): OpenApiTypes.BINARY},
+    )
+    @action(detail=True, methods=["get"], url_path="outputs", pagination_class=None, filter_backends=[])
+    def outputs(self, request, *args, **kwargs):
+        job = self.get_object()
+        if not selectors.outputs_kept(job=job):
+            raise JobStateConflict(f"Job '{job.name}' runs on Kubernetes: its pods' files are not kept, so there are no "
+                                   "outputs to list (only local jobs keep ./outputs until output storage lands).",
+                                   code="OutputsNotKept")
+        path = request.query_params.get("path")
+        if path is None:
+            try:
+                return Response(JobOutputFileSerializer(selectors.output_list(job=job), many=True).data)
+            except selectors.FileRefused as exc:
+                raise JobStateConflict(str(exc), code="OutputsUnreadable") from None
+        try:
+            stream = selectors.output_file(job=job, path=path)
+        except selectors.FileRefused as exc:
+            raise BadRequest(str(exc), code="InvalidPath", target="path") from None
+        except FileNotFoundError:
+            raise exceptions.NotFound(f"Job '{job.name}' has no output file {path}.") from None
+        # Always a download, never rendered: an .html output must not run as a page of this site.
+        return FileResponse(stream, as_attachment=True, filename=path.rsplit("/", 1)[-1],
+                            content_type="application/octet-stream")
 
 
 def _plain(data):

@@ -144,6 +144,9 @@ ENDPOINTS = [
     Endpoint("job-logs", "get", f"{WS}/jobs/train/logs/", read(), needs=("job",)),
     Endpoint("job-logs-download", "get", f"{WS}/jobs/train/logs/?download=true", read(), needs=("job",)),
     Endpoint("job-events", "get", f"{WS}/jobs/train/events/", read(), needs=("job",)),
+    Endpoint("job-outputs", "get", f"{WS}/jobs/train/outputs/", read(), needs=("job",)),
+    # (the job has not run: no such file, but only after the same access checks as the list)
+    Endpoint("job-output-download", "get", f"{WS}/jobs/train/outputs/?path=model.bin", read(404), needs=("job",)),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),

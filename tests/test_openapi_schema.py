@@ -67,8 +67,9 @@ def test_every_operation_documents_its_errors(openapi):
     assert "Retry-After" in openapi["paths"]["/api/v1/workspaces/"]["get"]["responses"]["429"]["headers"]
 
 
-# GETs below one resource that are not collections: an endpoint's key prefixes, a deployment's plain-text log tail.
-NOT_LISTS = ("/online-endpoints/{name}/keys/", "/deployments/{name}/logs/")
+# GETs below one resource that are not collections: an endpoint's key prefixes, a deployment's plain-text log tail, the
+# files of a job's ./outputs (a bounded listing of a folder, as API.md writes it: `[{name, path, size}]`).
+NOT_LISTS = ("/online-endpoints/{name}/keys/", "/deployments/{name}/logs/", "/jobs/{name}/outputs/")
 
 
 def test_lists_document_the_envelope(openapi):

@@ -72,7 +72,7 @@ DEPLOYMENT = "/api/v1/workspaces/{workspace_name}/online-endpoints/{endpoint_nam
 NAMES_BY_PATH = {
     "/api/v1/workspaces/{name}/": ["team-a"],
     "/api/v1/workspaces/{workspace_name}/computes/{compute_name}/instancetypes/{name}/": ["defaultinstancetype"],
-    **{JOBS + action: ["done", "running"] for action in ("", "cancel/", "logs/", "events/")},
+    **{JOBS + action: ["done", "running"] for action in ("", "cancel/", "logs/", "events/", "outputs/")},
     **{ENDPOINT + action: ["adder"] for action in ("", "keys/", "keys/regenerate/", "score")},
     **{DEPLOYMENT + action: ["blue"] for action in ("", "logs/")},
 }

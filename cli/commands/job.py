@@ -7,7 +7,7 @@ import click
 
 from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
-from ..documents import Document, apply_assignments, parse_documents, read_text
+from ..documents import Document, apply_assignments, parse_documents, read_text, with_code_resolved
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, ApiError, ConnectionFailed, InvalidInput
 from ..jobs import ended_badly, job_yaml, line_text, status_filter, where_cell
 from ..logstream import LogFollower
@@ -77,6 +77,7 @@ def create_job(state: State, source: str, name: str | None, assignments: tuple[s
     if name:
         document.body["name"] = name
     apply_assignments(document.body, list(assignments))
+    with_code_resolved(document)  # `code: src` is the folder next to the YAML file, as in Azure ML
     workspace, client = state.workspace, state.client()
     try:
         created = client.post_yaml(jobs_path(workspace), job_yaml(text, document.body)).body
@@ -296,24 +297,68 @@ def download_target(path: str | None, name: str) -> Path:
 @job.command("download")
 @click.argument("name")
 @click.option("-p", "--download-path", "path", metavar="PATH", help="File, or folder for NAME.log (default: ./NAME.log).")
+@click.option("--output-dir", metavar="DIR",
+              help="Save the job's output files (its ./outputs folder) under DIR instead of the log.")
 @workspace_option
 @output_option
 @pass_state
-def download_job_log(state: State, name: str, path: str | None) -> None:
-    """Save a job's whole log as a text file."""
+def download_job_log(state: State, name: str, path: str | None, output_dir: str | None) -> None:
+    """Save a job's whole log as a text file, or with --output-dir its output files.
+
+    --output-dir DIR saves each file the job left in ./outputs (a local job's; Kubernetes jobs keep none yet) at its
+    path under DIR, creating folders as needed.
+    """
+    if output_dir is not None:
+        download_outputs(state, name, Path(output_dir).expanduser())
+        return
     workspace, client = state.workspace, state.client()
     target = download_target(path, name)
-    partial = target.with_name(target.name + ".part")  # a failed download leaves an existing file as it was
     try:
-        with partial.open("wb") as stream:
-            client.download(jobs_path(workspace, name, "logs"), {"download": "true"}, stream.write)
-        partial.replace(target)
+        save_download(client, jobs_path(workspace, name, "logs"), {"download": "true"}, target)
     except ApiError as error:
         raise job_not_found_in_workspace(client, workspace, name, error) from None
+    saved = {"name": name, "path": str(target), "bytes": target.stat().st_size}
+    print_written(saved, state.output, f"job/{name} log saved to {target} ({saved['bytes']} bytes)")
+
+
+def save_download(client: ApiClient, path: str, params: dict, target: Path) -> None:
+    """Stream a download into `target` through a .part file: a failed download leaves an existing file as it was."""
+    partial = target.with_name(target.name + ".part")
+    try:
+        with partial.open("wb") as stream:
+            client.download(path, params, stream.write)
+        partial.replace(target)
     except OSError as exc:
         raise InvalidInput(f"Cannot write {target}: {exc.strerror or exc}", code="InvalidFile") from None
     finally:
         partial.unlink(missing_ok=True)
-    saved = {"name": name, "path": str(target), "bytes": target.stat().st_size}
-    print_written(saved, state.output, f"job/{name} log saved to {target} ({saved['bytes']} bytes)")
 
+
+def download_outputs(state: State, name: str, folder: Path) -> None:
+    """Every file of the job's outputs list, saved at its path under `folder`."""
+    workspace, client = state.workspace, state.client()
+    outputs = jobs_path(workspace, name, "outputs")
+    try:
+        listed = client.get(outputs).body
+        saved = []
+        for row in listed:
+            target = output_target(folder, row.get("path"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            save_download(client, outputs, {"path": row["path"]}, target)
+            saved.append({"path": row["path"], "file": str(target), "bytes": target.stat().st_size})
+    except ApiError as error:
+        raise job_not_found_in_workspace(client, workspace, name, error) from None
+    except OSError as exc:
+        raise InvalidInput(f"Cannot write under {folder}: {exc.strerror or exc}", code="InvalidFile") from None
+    total = sum(row["bytes"] for row in saved)
+    print_written({"name": name, "folder": str(folder), "files": saved}, state.output,
+                  f"job/{name} outputs saved to {folder} ({len(saved)} files, {total} bytes)")
+
+
+def output_target(folder: Path, path: object) -> Path:
+    """Where one listed file goes: under `folder`, never outside it whatever the server answered."""
+    parts = path.split("/") if isinstance(path, str) else []
+    if not parts or any(part in ("", ".", "..") or "\\" in part or "\0" in part for part in parts):
+        raise InvalidInput(f"The server listed an output path that is not a plain relative path: {path!r}.",
+                           code="InvalidResponse")
+    return folder.joinpath(*parts)

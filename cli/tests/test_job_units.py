@@ -114,6 +114,15 @@ DOCUMENT = {
 
 def test_a_document_the_api_normalised_is_the_same_job():
     assert spec_changes(DOCUMENT, SUBMITTED) == []
+
+
+def test_enum_case_and_untyped_inputs_as_the_api_stores_them_are_the_same_job():
+    document = {"command": "x", "inputs": {"d": {"path": "data", "mode": "RO_MOUNT"}},
+                "outputs": {"m": {"type": "URI_FOLDER"}}, "distribution": {"type": "PyTorch"}}
+    submitted = {"command": "x", "inputs": {"d": {"type": "uri_folder", "path": "data", "mode": "ro_mount"}},
+                 "outputs": {"m": {"type": "uri_folder"}}, "distribution": {"type": "pytorch", "process_count_per_instance": 1},
+                 "experiment_name": "Default", "resources": {"instance_count": 1, "shm_size": "2g"}}
+    assert spec_changes(document, submitted) == []
     assert display_changes(DOCUMENT, SUBMITTED) == []
 
 

@@ -314,6 +314,45 @@ def test_download_saves_the_whole_log(dockyard, owner, workspace, tmp_path, monk
     assert list((tmp_path / "logs").iterdir()) == [tmp_path / "logs" / "hello.log"]
 
 
+def test_download_output_dir_saves_the_outputs_files(dockyard, owner, workspace, tmp_path):
+    from jobs import files
+
+    job = submit(owner, workspace, name="hello")
+    outputs = files.run_folder(job) / files.WORKDIR / files.OUTPUTS
+    (outputs / "model").mkdir(parents=True)
+    (outputs / "helloworld.txt").write_text("hello\n")
+    (outputs / "model" / "w.bin").write_bytes(b"\0\1")
+    end(job, "Completed", exit_code=0)
+
+    result = dockyard("job", "download", "hello", "--output-dir", str(tmp_path / "out"))
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"job/hello outputs saved to {tmp_path / 'out'} (2 files, 8 bytes)\n"
+    assert (tmp_path / "out" / "helloworld.txt").read_text() == "hello\n"
+    assert (tmp_path / "out" / "model" / "w.bin").read_bytes() == b"\0\1"
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a//b", "a/./b", "", None])
+def test_download_never_writes_outside_the_output_dir(path, tmp_path):
+    from cli.commands.job import output_target
+    from cli.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        output_target(tmp_path, path)
+
+
+def test_create_resolves_code_against_the_yaml_files_folder(dockyard, workspace, tmp_path, settings, monkeypatch):
+    settings.DOCKYARD_LOCAL_PATHS = [tmp_path / "shared"]
+    (tmp_path / "shared" / "project" / "src").mkdir(parents=True)
+    path = write_yaml(tmp_path / "shared" / "project" / "job.yml", {**HELLO, "name": "coded", "code": "src"})
+    monkeypatch.chdir(REPO)  # not the YAML's folder: `code: src` is still the folder next to it
+
+    result = dockyard("job", "create", "-f", str(path))
+
+    assert result.exit_code == 0, result.stderr
+    assert Job.objects.get(name="coded").spec["code"] == str(tmp_path / "shared" / "project" / "src")
+
+
 # following a job
 
 

@@ -257,6 +257,6 @@ def local_path_bind(path: str | Path, what: str) -> Bind:
     roots = local_path_roots()
     if not any(real == root or root in real.parents for root in roots):
         shown = ", ".join(str(root) for root in roots) or "none is set"
-        raise Refused(f"The {what} {path} is not under a folder this server shares with local deployments "
+        raise Refused(f"The {what} {path} is not under a folder this server shares with local jobs and deployments "
                       f"(DOCKYARD_LOCAL_PATHS: {shown}).")
     return Bind(real)

@@ -338,12 +338,34 @@ def test_clone_opens_paste_with_the_job_yaml_without_its_name(client_as, submit)
 def test_every_tab_renders_for_a_reader_without_action_buttons(client_as, submit):
     job = submit(name="look")
     client = client_as("reader")
-    for section in ("", "logs/", "yaml/", "manifest/", "events/"):
+    for section in ("", "logs/", "outputs/", "yaml/", "manifest/", "events/"):
         body = text(client.get(f"{JOBS}look/{section}"))
         assert 'id="job-header"' in body and 'class="nav-link active"' in body
         assert "/cancel/" not in body and 'data-bs-target="#delete-modal"' not in body and "Clone" not in body
     assert client.get(f"{JOBS}look/metrics/").status_code == 404
     assert job.name in text(client.get(f"{JOBS}look/"))
+
+
+def test_outputs_tab_lists_the_files_with_download_links(client_as, submit, settings, tmp_path):
+    from jobs import files
+
+    settings.DOCKYARD_JOB_DIR = tmp_path / "jobs"
+    job = submit(name="made")
+    outputs = files.run_folder(job) / files.WORKDIR / files.OUTPUTS
+    (outputs / "model").mkdir(parents=True)
+    (outputs / "model" / "w <1>.bin").write_bytes(b"12345")
+    body = text(client_as("reader").get(f"{JOBS}made/outputs/"))
+    assert 'data-path="model/w &lt;1&gt;.bin"' in body and "5\xa0bytes" in body
+    assert 'href="/api/v1/workspaces/team-a/jobs/made/outputs/?path=model%2Fw+%3C1%3E.bin" download' in body
+    empty = text(client_as("reader").get(f"{JOBS}made/outputs/".replace("made", submit(name="nothing").name)))
+    assert "No output files" in empty and "${{outputs.NAME}}" in empty
+
+
+def test_outputs_tab_of_a_kubernetes_job_says_none_are_kept(client_as, kubernetes_compute, owner, workspace):
+    job_create(user=owner, workspace=workspace, data={"name": "pod", "command": "echo", "compute": "k8s",
+                                                      "environment": {"image": "python:3.11"}})
+    body = text(client_as("reader").get(f"{JOBS}pod/outputs/"))
+    assert "No outputs kept" in body and "Kubernetes" in body
 
 
 def test_overview_shows_status_times_placement_command_environment_and_tags(client_as, submit):

@@ -22,8 +22,8 @@ from .common import USER_ERRORS, error_rows, require, workspace_page
 
 JOBS_PER_PAGE = 25
 FILTERS = ("status", "compute", "experiment_name")
-SECTIONS = (("overview", "Overview"), ("logs", "Logs"), ("yaml", "YAML"), ("manifest", "Kubernetes manifest"),
-            ("events", "Events"))
+SECTIONS = (("overview", "Overview"), ("logs", "Logs"), ("outputs", "Outputs"), ("yaml", "YAML"),
+            ("manifest", "Kubernetes manifest"), ("events", "Events"))
 # Sections whose content changes while a job runs: the status poll refreshes them along with the header.
 LIVE_SECTIONS = ("overview", "manifest", "events")
 
@@ -193,7 +193,21 @@ def section_context(job: Job, section: str) -> dict:
         return {"yaml": job_form.as_yaml(job_form.spec_document(job.spec, compute_reference(job)))}
     if section == "manifest":
         return {"manifest_yaml": job_form.manifests_yaml(job.manifests) if job.manifests else ""}
+    if section == "outputs":
+        return outputs_context(job)
     return {}
+
+
+def outputs_context(job: Job) -> dict:
+    """The files a local job left in ./outputs, each with its download link (the API's); Kubernetes jobs keep none."""
+    api = f"/api/v1/workspaces/{job.workspace.name}/jobs/{job.name}/outputs/"
+    if not selectors.outputs_kept(job=job):
+        return {"outputs_kept": False, "output_files": []}
+    try:
+        rows = selectors.output_list(job=job)
+    except selectors.FileRefused as exc:
+        return {"outputs_kept": True, "output_files": [], "outputs_problem": str(exc)}
+    return {"outputs_kept": True, "output_files": [{**row, "url": f"{api}?{urlencode({'path': row['path']})}"} for row in rows]}
 
 
 def log_context(job: Job) -> dict:

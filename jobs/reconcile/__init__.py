@@ -2,9 +2,10 @@
 import shutil
 
 from ..choices import TERMINAL, JobStatus, Target
+from ..files import started_folder
 from ..models import Job
 from .kubernetes import apply_observation, observe_compute, stop_kubernetes, submit_kubernetes
-from .local import LOOK_EVERY, reconcile_local, run_folder, stop_local
+from .local import LOOK_EVERY, reconcile_local, stop_local
 from .placement import place
 from .status import save, transition
 
@@ -48,7 +49,7 @@ def _delete(job: Job) -> float | None:
     """The finalizer: stop what runs, remove the cluster objects, then the row."""
     if job.target == Target.LOCAL:
         stop_local(job)
-        shutil.rmtree(run_folder(job), ignore_errors=True)
+        shutil.rmtree(started_folder(job), ignore_errors=True)
     elif job.compute_id and not stop_kubernetes(job):
         return LOOK_AGAIN
     job.delete()

@@ -12,17 +12,14 @@ from compute.runners import sandbox
 from workspaces.access import local_compute_refusal
 
 from ..choices import JobStatus
+from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  # noqa: F401 (run_folder: tests)
 from ..models import Job
-from ..spec import render_command
+from ..spec import DATA_INPUT_TYPES, render_command
 from .status import append_lines, event, save, transition
 
 logger = logging.getLogger(__name__)
 
 LOOK_EVERY = 0.5  # seconds between looks at a running process
-
-
-def run_folder(job: Job) -> Path:
-    return Path(settings.DOCKYARD_JOB_DIR) / job.workspace.name / job.name
 
 
 def _environment(job: Job, workdir: Path) -> dict[str, str]:
@@ -40,12 +37,27 @@ def _environment(job: Job, workdir: Path) -> dict[str, str]:
 
 def _sandbox(job: Job, workdir: Path) -> sandbox.Sandbox:
     """The job sees its working directory (read-write), its venv (read-only) and the system; no network unless allowed."""
-    binds = [sandbox.Bind(workdir, writable=True)]
+    binds = [sandbox.Bind(workdir, writable=True), *_input_binds(job)]
     venv = (job.spec.get("environment") or {}).get("venv")
     if venv:
         binds += sandbox.venv_binds(venv)
     network = settings.DOCKYARD_SANDBOX_NETWORK or getattr(job.workspace, "local_network_enabled", False)
     return sandbox.Sandbox(tuple(binds), network, _environment(job, workdir))
+
+
+def _input_binds(job: Job) -> list[sandbox.Bind]:
+    """Data inputs that are folders or files of this host under DOCKYARD_LOCAL_PATHS, shown read-only at their own path
+    (ro_mount; a download would read the same files). Any other path is given to the command as text, as written."""
+    binds = []
+    for item in (job.spec.get("inputs") or {}).values():
+        path = item.get("path") if isinstance(item, dict) and item.get("type") in DATA_INPUT_TYPES else None
+        if not isinstance(path, str) or not os.path.isabs(path) or not os.path.exists(path):
+            continue
+        try:
+            binds.append(sandbox.local_path_bind(path, "input path"))
+        except sandbox.Refused:
+            continue  # not shared with local jobs: the sandbox does not show it
+    return binds
 
 
 def reconcile_local(job: Job) -> float | None:
@@ -60,18 +72,22 @@ def _start(job: Job) -> float | None:
     if refusal:
         save(job, transition(job, JobStatus.FAILED, f"The process was not started: {refusal}"))
         return None
-    folder = run_folder(job)
+    folder = claim_run_folder(job)
     workdir = folder / "workdir"
     fields = transition(job, JobStatus.STARTING, "Starting the process on the worker's host.")
-    process = runner.adopt(folder)  # a start that crashed before its record was saved left a pid behind
+    # A start that crashed before its record was saved left a pid behind (the folder is this record's: keyed by its id).
+    process = runner.adopt(folder)
     if process is None:
-        for name in (job.spec.get("outputs") or {}):
-            (workdir / "outputs" / name).mkdir(parents=True, exist_ok=True)
         try:
+            code = job.spec.get("code")
+            code and sandbox.local_path_bind(code, "code folder")  # still shared now? (checked when posted too)
+            copied = prepare_workdir(job, workdir)
             process = runner.spawn(render_command(job.spec), folder, workdir, {}, _sandbox(job, workdir))
-        except (OSError, sandbox.Refused) as exc:
+        except (OSError, sandbox.Refused, FileRefused) as exc:
             save(job, fields + transition(job, JobStatus.FAILED, f"The process could not be started: {exc}"))
             return None
+        if copied:
+            event(job, "CodeCopied", copied + " into the working directory.")
     job.runner = {**process.as_dict(), "log_offset": 0}
     event(job, "Started", f"Process {process.pid} on {process.host}, working directory {workdir}.")
     fields += transition(job, JobStatus.RUNNING, "") + ["runner"]

@@ -233,11 +233,15 @@ BAD_BODIES = [
     # local
     bad("local-instance-count-above-1", "resources.instance_count", resources={"instance_count": 2}),
     bad("local-distribution", "distribution", distribution={"type": "pytorch"}),
+    bad("local-image", "environment.image", environment={"image": IMAGE}),
+    bad("local-instance-type", "resources.instance_type", resources={"instance_type": "gpu-small"}),
+    bad("local-shm-size", "resources.shm_size", resources={"shm_size": "8g"}),
     # container jobs
     bad("kubernetes-without-image", "environment.image", compute="azureml:k8s"),
     bad("kubernetes-venv-only", "environment.image", compute="azureml:k8s", environment={"venv": "/opt/venv"}),
     bad("kubernetes-venv", "environment.venv", **{**K8S, "environment": {"image": IMAGE, "venv": "/opt/venv"}}),
     bad("serverless-without-image", "environment.image", compute=None),
+    bad("kubernetes-outputs", "outputs", **K8S, outputs={"model": {"type": "uri_folder"}}),
     bad("tensorflow-parameter-servers", "distribution.parameter_server_count", **K8S, resources={"instance_count": 2},
         distribution={"type": "tensorflow", "worker_count": 2, "parameter_server_count": 1}),
     bad("tensorflow-workers-not-one-per-pod", "distribution.worker_count", **SERVERLESS, resources={"instance_count": 2},
@@ -274,6 +278,23 @@ def test_bad_bodies_are_refused_and_nothing_is_created(data, code, target, overr
     assert error["message"].startswith(f"{target}: ") or not target
     assert counts() == before
     assert not callbacks
+
+
+@pytest.mark.parametrize("where, folder, reason", [
+    ({}, "src", "absolute path"),
+    ({}, "/etc", "DOCKYARD_LOCAL_PATHS"),
+    ({}, "/nonexistent/src", "does not exist"),
+    (K8S, "/srv/code/src", "not shipped to Kubernetes"),
+    (SERVERLESS, "/srv/code/src", "not shipped to Kubernetes"),
+])
+def test_code_is_refused_where_it_cannot_be_honoured(where, folder, reason, owner_api, computes, settings):
+    """Local jobs take a folder the server shares (copied in before the command starts); others cannot receive it yet."""
+    settings.DOCKYARD_LOCAL_PATHS = ["/nonexistent"]
+    before = counts()
+    data = {"command": "sh run.sh", "compute": "local", **where, "code": folder}
+    error = assert_error(owner_api.post(URL, {key: value for key, value in data.items() if value is not None}, format="json"),
+                         400, "InvalidJob", "code")
+    assert reason in error["message"] and counts() == before
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from django.utils import timezone
 from compute.runners import local as runner
 from controlplane.celery import app
 from jobs import services
+from jobs.files import claim_run_folder
 from jobs.models import Job
 from jobs.reconcile.local import run_folder
 from jobs.tasks import reconcile_job, resync_jobs
@@ -280,7 +281,7 @@ def test_a_start_whose_record_was_not_saved_is_adopted_not_started_twice(transac
     app.control.purge()
     with transaction.atomic():
         job = services.job_create(user=owner, workspace=workspace, data={"command": "unused", "compute": "local"})
-    folder = run_folder(job)
+    folder = claim_run_folder(job)  # as _start does before it spawns
     process = runner.spawn("echo started; sleep 1; echo done", folder, folder / "workdir", {"PATH": os.environ["PATH"]})
     with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=15):
         resync_jobs.delay()

@@ -166,10 +166,11 @@ def test_one_process_per_node_gets_its_rank_from_the_completion_index():
 
 
 def test_mpi_gets_the_rank_environment_without_torchrun_options():
-    body = {"name": "mpi", "resources": {"instance_count": 2}, "distribution": {"type": "mpi", "process_count_per_instance": 4}}
+    # one process per instance: no mpirun is started for more (the parser refuses process_count_per_instance > 1)
+    body = {"name": "mpi", "resources": {"instance_count": 2}, "distribution": {"type": "mpi"}}
     _, job = build(body)
     env = env_of(valid(job))
-    assert env["WORLD_SIZE"] == "8" and "RANK" not in env and not [key for key in env if key.startswith("PET_")]
+    assert env["WORLD_SIZE"] == "2" and "RANK" in env and not [key for key in env if key.startswith("PET_")]
 
 
 def test_several_instances_without_a_distribution_still_get_stable_hostnames():

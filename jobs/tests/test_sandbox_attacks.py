@@ -97,11 +97,11 @@ def test_a_job_cannot_read_another_jobs_folder(owner_api):
         time.sleep(0.05)
     assert other_file.read_text().strip() == other_secret
     jobs_dir = Path(settings.DOCKYARD_JOB_DIR) / "team-a"
-    job, log = run(owner_api, f"ls {jobs_dir}; echo ---; cat {other_file} ../{other.name}/workdir/mine.txt "
+    job, log = run(owner_api, f"ls {jobs_dir}; echo ---; cat {other_file} ../{other.pk}/workdir/mine.txt "
                               f"{run_folder(other) / runner.LOG_FILE}; echo end")
     assert job.status == "Completed", log
     listed, _, rest = log.partition("---")
-    assert listed.split() == [job.name]  # its own folder only: the other job's is not there
+    assert listed.split() == [str(job.pk)]  # its own folder (keyed by the record's id) only: the other job's is not there
     assert other_secret not in log and rest.count("No such file or directory") == 3, rest
     runner.kill_group(runner.Process.from_dict(Job.objects.get(pk=other.pk).runner), grace=0.2)
 

@@ -129,6 +129,8 @@ def test_submit_a_local_job_and_follow_its_log(worker, people, page, shot):
     page.locator(".hub-tabs").get_by_role("link", name="YAML").click()
     expect(page.locator("#job-yaml")).to_contain_text("GREETING: hello")
     shot(page, "jobs-08-yaml")
+    page.locator(".hub-tabs").get_by_role("link", name="Outputs").click()
+    expect(page.locator("#job-outputs")).to_contain_text("No output files")  # it wrote nothing to ./outputs
     page.locator(".hub-tabs").get_by_role("link", name="Kubernetes manifest").click()
     expect(page.get_by_text("Not a Kubernetes job")).to_be_visible()
     page.locator(".hub-tabs").get_by_role("link", name=re.compile("^Events")).click()
@@ -213,6 +215,8 @@ def test_kubernetes_jobs_as_the_worker_leaves_them(transactional_db, people, pag
     page.locator(".hub-tabs").get_by_role("link", name=re.compile("^Logs")).click()
     expect(page.locator("#job-log .log-source").first).to_have_text("[rank-0]")
     shot(page, "jobs-15-logs-ranks")
+    page.locator(".hub-tabs").get_by_role("link", name="Outputs").click()
+    expect(page.locator("#job-outputs")).to_contain_text("No outputs kept")
     page.locator(".hub-tabs").get_by_role("link", name="Kubernetes manifest").click()
     expect(page.locator("#job-manifest")).to_contain_text("kind: Job")
     shot(page, "jobs-16-manifest")

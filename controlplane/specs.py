@@ -72,22 +72,37 @@ def limit_errors(spec: dict) -> list[tuple[str, str]]:
     return errors or size_errors(spec)
 
 
+def camel_to_snake(text: str) -> str:
+    """Azure ML's casing transform for some enums: 'AMLToken' → 'aml_token', 'LowPriority' → 'low_priority'."""
+    text = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", text)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
+
+
+def canonical_enum(value: object, allowed: Iterable[str], *, camel: bool = False) -> str | None:
+    """`value` in its canonical spelling when it names one of `allowed` as Azure ML's schema reads it, else None.
+
+    Azure ML's StringTransformedEnum lower-cases a value before checking it (camel_to_snake for the fields that ask
+    for it): 'URI_FOLDER' is uri_folder, 'PyTorch' is pytorch, 'AMLToken' (camel) is aml_token.
+    """
+    if not isinstance(value, str):
+        return None
+    transformed = camel_to_snake(value) if camel else value.lower()
+    return transformed if transformed in allowed else None
+
+
 def enum_choice(value: object, choices: Iterable[str]) -> str | None:
     """The canonical spelling of an Azure ML enum value written in any case, or None when it is not one.
 
     Azure ML's YAML schema lower-cases enum values before checking them (`Dedicated` is `dedicated`); its REST API
     spells them in PascalCase (`LowPriority` for `low_priority`), so that spelling is taken too.
     """
-    if not isinstance(value, str):
+    choices = tuple(choices)
+    return canonical_enum(value, choices) or canonical_enum(value, choices, camel=True) or _comma_separated(value, choices)
+
+
+def _comma_separated(value: object, choices: tuple[str, ...]) -> str | None:
+    """'SystemAssigned,UserAssigned' → system_assigned,user_assigned: each part read on its own."""
+    if not isinstance(value, str) or "," not in value:
         return None
-    by_key = {_enum_key(choice): choice for choice in choices}
-    return by_key.get(_enum_key(value)) or by_key.get(_enum_key(_camel_to_snake(value)))
-
-
-def _enum_key(value: str) -> str:
-    return value.lower()
-
-
-def _camel_to_snake(value: str) -> str:
-    """LowPriority → low_priority; values already in snake case or one word are unchanged (bar the case)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value)
+    joined = ",".join(camel_to_snake(part.strip()) for part in value.split(","))
+    return joined if joined in choices else None

@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 
 from compute import quantities
 from compute.manifests import GPU
-from controlplane.specs import limit_errors
+from controlplane.specs import camel_to_snake, limit_errors
 
 ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
@@ -92,12 +92,6 @@ STORED_ONLY: dict[str, str] = {
     "environment.name": "A label of the inline environment, shown; there is no environment registry here.",
     "environment.version": "A label of the inline environment, shown; there is no environment registry here.",
 }
-
-
-def camel_to_snake(text: str) -> str:
-    """Azure ML's SDK enum transform: `AMLToken` → `aml_token`, `TargetUtilization` → `target_utilization`."""
-    text = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", text)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
 
 
 def enum_value(value: object, allowed: tuple[str, ...], path: str, errors: list, transform=camel_to_snake,

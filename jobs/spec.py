@@ -9,7 +9,7 @@ import math
 import re
 from datetime import date, datetime
 
-from controlplane.specs import limit_errors
+from controlplane.specs import canonical_enum, limit_errors
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -93,24 +93,6 @@ STORED_ONLY: dict[str, str] = {
     "inputs.*.description": "Shown with the job; describes the input.",
     "outputs.*.description": "Shown with the job; describes the output.",
 }
-
-
-def camel_to_snake(text: str) -> str:
-    """Azure ML's casing transform for some enums: 'AMLToken' → 'aml_token', 'LowPriority' → 'low_priority'."""
-    text = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", text)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
-
-
-def canonical_enum(value: object, allowed, *, camel: bool = False) -> str | None:
-    """`value` in its canonical spelling when it names one of `allowed` as Azure ML's schema reads it, else None.
-
-    Azure ML's StringTransformedEnum lower-cases a value before checking it (camel_to_snake for the fields that ask
-    for it): 'URI_FOLDER' is uri_folder, 'PyTorch' is pytorch.
-    """
-    if not isinstance(value, str):
-        return None
-    transformed = camel_to_snake(value) if camel else value.lower()
-    return transformed if transformed in allowed else None
 
 
 class SpecErrors(Exception):

@@ -891,13 +891,13 @@ def test_input_modes_and_fields_follow_azure_mls_schema(inputs, target):
     ("UriFolder", "uri_folder"), ("uri_folder", "uri_folder"), ("PyTorch", "py_torch"),
 ])
 def test_camel_to_snake_as_azure_ml_writes_it(text, expected):
-    from jobs.spec import camel_to_snake
+    from controlplane.specs import camel_to_snake
 
     assert camel_to_snake(text) == expected
 
 
 def test_canonical_enum():
-    from jobs.spec import canonical_enum
+    from controlplane.specs import canonical_enum
 
     assert canonical_enum("PyTorch", {"pytorch"}) == "pytorch"
     assert canonical_enum("UriFolder", {"uri_folder"}) is None  # Azure ML lower-cases job enums: urifolder is no type

@@ -62,7 +62,7 @@ urlpatterns = [
     path("", home.home, name="home"),
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="frontend/login.html", redirect_authenticated_user=True),
+        users.SignIn.as_view(template_name="frontend/login.html", redirect_authenticated_user=True),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

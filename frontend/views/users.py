@@ -1,5 +1,6 @@
 """Accounts: staff create a user (who gets a one-time link), and the new user sets a password through that link."""
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
@@ -11,8 +12,9 @@ from workspaces import selectors, services
 from ..forms import SetPasswordForm, UserForm
 from .common import USER_ERRORS, error_rows, remembered_workspace
 
-# The link's token is in the page's address: it must not leave in a Referer or stay in a cache.
-PRIVATE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+# The link's token is in the page's address: it must not leave in a Referer to another site or stay in a cache.
+# (`no-referrer` would also make the browser send `Origin: null` with the form, which CSRF checking refuses.)
+PRIVATE_HEADERS = {"Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
 
 
 @login_required
@@ -37,6 +39,13 @@ def user_create(request):
     if created:
         response["Cache-Control"] = "no-store"  # the page holds the link: no back-button or proxy copy
     return response
+
+
+class SignIn(auth_views.LoginView):
+    """The studio's sign-in; `?username=` fills the name in (where a just-set password sends its user)."""
+
+    def get_initial(self):
+        return {**super().get_initial(), "username": self.request.GET.get("username", "")}
 
 
 @never_cache

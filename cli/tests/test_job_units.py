@@ -8,7 +8,16 @@ import yaml
 from cli.client import ApiClient
 from cli.config import Connection
 from cli.errors import ApiError, CliError, ConnectionFailed
-from cli.jobs import display_changes, ended_badly, job_yaml, line_text, spec_changes, status_filter, status_text, where_cell
+from cli.jobs import (
+    display_changes,
+    ended_badly,
+    job_yaml,
+    line_text,
+    spec_changes,
+    status_filter,
+    status_text,
+    where_cell,
+)
 from cli.logstream import RECONNECT_DELAYS, LogFollower
 from cli.sse import ServerEvent, parse_events
 

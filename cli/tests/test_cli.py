@@ -1,6 +1,7 @@
 """The dockyard CLI against a real Dockyard server (pytest-django's live_server), through click's CliRunner."""
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.contrib.auth import get_user_model
 
 from cli.tests.support import KUBE_SECRET, Cli, write_yaml
 from compute.models import ComputeTarget
@@ -455,3 +457,21 @@ def test_python_dash_m_cli_without_login_exits_4(tmp_path):
 
     assert result.returncode == 4
     assert "Error (NotLoggedIn)" in result.stderr
+
+
+# users
+
+
+def test_staff_create_a_user_and_get_the_one_time_link_an_owner_is_refused(dockyard, make_user, monkeypatch):
+    refused = dockyard("user", "create", "alice")
+    assert (refused.exit_code, refused.stderr) == (1, "Error (Forbidden): Only staff can create users.\n")
+
+    staff_token = token_create(user=make_user("sam", staff=True), name="cli")[1]
+    monkeypatch.setenv("DOCKYARD_TOKEN", staff_token)
+    result = Cli(staff_token)("user", "create", "alice", "--email", "alice@example.com")
+
+    assert result.exit_code == 0, result.stderr
+    headline, link = result.stdout.splitlines()
+    assert headline.startswith("user/alice created; the password is set at (once, until ")
+    assert re.fullmatch(r"http://[^/]+/invitation/[\w-]{40,}/", link)
+    assert get_user_model().objects.get(username="alice").email == "alice@example.com"

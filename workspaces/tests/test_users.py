@@ -119,3 +119,10 @@ def test_the_api_refuses_bad_input_naming_the_field_and_a_taken_name(api_as, use
     assert_error(staff.post(URL, {"email": "a@example.com"}, format="json"), 400, "ValidationError", "username")
     assert_error(staff.post(URL, {"username": "olivia"}, format="json"), 409, "Conflict")
     assert not get_user_model().objects.filter(username="alice").exists()
+
+
+def test_the_api_refuses_non_staff_before_reading_the_body(api_as, users):
+    for role in ("owner", "reader", "outsider"):
+        refused = assert_error(api_as(role).post(URL, {"email": "not an address"}, format="json"), 403, "Forbidden")
+        assert refused["message"] == "Only staff can create users."
+    assert_error(api_as("anonymous").post(URL, {"username": "alice"}, format="json"), 401, "Unauthorized")

@@ -23,9 +23,12 @@ class CliError(click.ClickException):
         self.exit_code = exit_code
 
     def lines(self) -> list[str]:
-        """The error as printed: a headline and one indented line per detail."""
-        headline = f"Error ({self.code}): {self.message}"
-        return [headline, *(detail_line(detail) for detail in self.details)]
+        """The error as printed: a headline and one indented line per detail the headline does not already say."""
+        # The API's message repeats its first detail ("target: message"), and a check with a target repeats its
+        # message as a detail: printed again, every such error read twice (-o json keeps every detail).
+        said = (self.message,)
+        details = [detail for detail in self.details if detail_text(detail) not in said and detail.get("message") not in said]
+        return [f"Error ({self.code}): {self.message}", *(f"  {detail_text(detail)}" for detail in details)]
 
     def as_dict(self) -> dict:
         return {"code": self.code, "message": self.message, "details": self.details}
@@ -35,10 +38,11 @@ class CliError(click.ClickException):
             click.echo(line, err=True)
 
 
-def detail_line(detail: dict) -> str:
+def detail_text(detail: dict) -> str:
+    """One detail as a person reads it: `target: message`, or the message alone for the body as a whole."""
     target = detail.get("target") or ""
     message = detail.get("message") or ""
-    return f"  {target}: {message}" if target else f"  {message}"
+    return f"{target}: {message}" if target else message
 
 
 class ApiError(CliError):

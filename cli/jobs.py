@@ -5,6 +5,8 @@ from .errors import EXIT_JOB_CANCELED, EXIT_JOB_FAILED, EXIT_USAGE, CliError, In
 
 # The statuses the API reports (a subset of Azure ML's); `--status` accepts them in any letter case.
 JOB_STATUSES = ("NotStarted", "Queued", "Starting", "Running", "CancelRequested", "Completed", "Failed", "Canceled")
+# How a job ended is said once, by the stream's `end` event (ended_badly, or "job/NAME Completed").
+ENDED_STATUSES = ("Completed", "Failed", "Canceled")
 # Fields a submitted job keeps; only the display fields can change afterwards (PATCH).
 DISPLAY_FIELDS = ("display_name", "description", "tags")
 SPEC_FIELDS = (
@@ -43,6 +45,14 @@ def line_text(line: dict) -> str:
     """A log line as printed (and as the API's download writes it): `[source] text` when it has a source."""
     source = line.get("source")
     return f"[{source}] {line.get('text', '')}" if source else str(line.get("text", ""))
+
+
+def status_text(status: dict) -> str | None:
+    """A followed job's new status as printed (`[Queued] Waiting for a node: …`); None for an ended one."""
+    name, reason = status.get("status"), status.get("status_reason") or ""
+    if name in ENDED_STATUSES:
+        return None
+    return f"[{name}] {reason}" if reason else f"[{name}]"
 
 
 def job_yaml(text: str, body: dict) -> str:

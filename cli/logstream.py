@@ -24,15 +24,19 @@ def event_data(event: ServerEvent) -> dict:
 
 @dataclass
 class LogFollower:
-    """Calls `on_line` for each line, once, in order, and returns the `end` event's data (status, reason, exit code)."""
+    """Calls `on_line` for each line, once, in order, `on_status` for each new status (and reason), and returns the
+    `end` event's data (status, reason, exit code)."""
 
     client: ApiClient
     path: str
     on_line: Callable[[dict], None]
     sleep: Callable[[float], None] = time.sleep
     last_id: str | None = None
+    on_status: Callable[[dict], None] = lambda status: None
     connected: bool = field(default=False, init=False)
     lines_seen: int = field(default=0, init=False)
+    # Each connection starts with the current status: a reconnect must not print it again.
+    status_seen: tuple | None = field(default=None, init=False)
 
     def run(self) -> dict:
         failures = 0
@@ -57,6 +61,12 @@ class LogFollower:
     def opened(self) -> None:
         self.connected = True
 
+    def new_status(self, status: dict) -> None:
+        seen = (status.get("status"), status.get("status_reason"))
+        if seen != self.status_seen:
+            self.status_seen = seen
+            self.on_status(status)
+
     def read_stream(self) -> tuple[str, dict | None]:
         """One connection: ("end" | "timeout", data) when the server says so, ("closed", None) when it just stops."""
         for event in self.client.events(self.path, {"follow": "true"}, self.last_id, on_open=self.opened):
@@ -66,6 +76,8 @@ class LogFollower:
                 # Last-Event-ID makes the server resume after this line: nothing is printed twice.
                 self.last_id = event.id if event.id is not None else str(line.get("seq"))
                 self.lines_seen += 1
+            elif event.name == "status":
+                self.new_status(event_data(event))
             elif event.name in ("end", "timeout"):
                 return event.name, event_data(event)
         return "closed", None

@@ -8,6 +8,7 @@ from .commands.instancetype import instancetype
 from .commands.job import job
 from .commands.online_deployment import online_deployment
 from .commands.online_endpoint import online_endpoint
+from .commands.user import user
 from .commands.workspace import workspace
 from .context import State, output_option
 from .output import guard_terminal
@@ -34,7 +35,7 @@ def cli(ctx: click.Context) -> None:
     guard_terminal()  # names, messages and logs come from the server: none of them may drive the terminal
 
 
-for command in (login, logout, configure, workspace, compute, instancetype, job, online_endpoint, online_deployment, apply):
+for command in (login, logout, configure, workspace, compute, instancetype, job, online_endpoint, online_deployment, apply, user):
     cli.add_command(command)
 
 

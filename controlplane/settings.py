@@ -267,6 +267,8 @@ if DOCKYARD_WORKSPACE_CREATORS not in ("staff", "anyone"):
     raise ImproperlyConfigured("DOCKYARD_WORKSPACE_CREATORS must be 'staff' or 'anyone'.")
 # Member adds naming no addable user, per user and hour, before further adds get 429: names are not to be guessed.
 DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR = int(os.environ.get("DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR", "20"))
+# How long the one-time link of a user staff created stays good for setting the first password.
+DOCKYARD_INVITATION_HOURS = int(os.environ.get("DOCKYARD_INVITATION_HOURS", "72"))
 # Addresses in link-local / cloud-metadata ranges are refused as compute addresses (SSRF) unless allowed.
 DOCKYARD_ALLOW_LINK_LOCAL = env_bool("DOCKYARD_ALLOW_LINK_LOCAL", False)
 # Loopback API servers and SSH hosts (and plain http:// to them) reach Dockyard's own host: a laptop's kind or

@@ -26,3 +26,19 @@ class RoleForm(forms.Form):
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="What the token is for, e.g. laptop CLI.")
     expires_in_days = forms.TypedChoiceField(choices=TOKEN_DAYS, coerce=int, initial=90)
+
+
+class UserForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    email = forms.CharField(max_length=254, required=False)
+
+
+class SetPasswordForm(forms.Form):
+    password = forms.CharField(widget=forms.PasswordInput, strip=False)
+    password_again = forms.CharField(widget=forms.PasswordInput, strip=False)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("password") and cleaned.get("password") != cleaned.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return cleaned

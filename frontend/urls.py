@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import clusters, compute, endpoints, home, instance_types, jobs, members, tokens
+from .views import clusters, compute, endpoints, home, instance_types, jobs, members, tokens, users
 
 app_name = "frontend"
 
@@ -62,11 +62,13 @@ urlpatterns = [
     path("", home.home, name="home"),
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="frontend/login.html", redirect_authenticated_user=True),
+        users.SignIn.as_view(template_name="frontend/login.html", redirect_authenticated_user=True),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.revoke, name="token-revoke"),
+    path("users/new/", users.user_create, name="user-create"),
+    path("invitation/<str:token>/", users.invitation, name="invitation"),
     path("w/<str:ws>/", include(workspace_urls)),
 ]

@@ -44,9 +44,10 @@ SSE_EVENT = {
     "type": "object",
     "required": ["event", "data"],
     "properties": {
-        "event": {"type": "string", "enum": ["line", "end", "timeout"]},
-        "data": {"type": "string", "description": "JSON: line {seq, source, text, time}; end {status, status_reason, "
-                                                  "exit_code}; timeout {status, next_id}"},
+        "event": {"type": "string", "enum": ["status", "line", "end", "timeout"]},
+        "data": {"type": "string", "description": "JSON: status {status, status_reason} (first, at once, then at each "
+                                                  "change); line {seq, source, text, time}; end {status, "
+                                                  "status_reason, exit_code}; timeout {status, next_id}"},
         "id": {"type": "string", "description": "the line's seq: send it back as Last-Event-ID to resume"},
     },
 }
@@ -239,14 +240,18 @@ class _LogFollow:
     def __init__(self, job: Job, after: int):
         self.job, self.position = job, after
         self.quiet_since = time.monotonic()
+        self.status_sent: tuple[str, str] | None = None
         # A stream ends after a while even if the job does not: the client reconnects with Last-Event-ID.
         self.deadline = time.monotonic() + settings.DOCKYARD_LOG_FOLLOW_SECONDS
 
     def step(self) -> tuple[list[str], float | None]:
-        """Lines as Server-Sent Events (`id` = line number, so a reconnect resumes), then `end` with the final status."""
+        """`status` at once and at each change, lines (`id` = line number, so a reconnect resumes), then `end`."""
         job = self.job
         if time.monotonic() >= self.deadline:
             return [_sse("timeout", {"status": job.status, "next_id": self.position})], None
+        if self.status_sent is None:
+            # Said at once: a queued job with no output shows why it waits, not a spinner until the first keepalive.
+            return self.status_changes(), 0
         lines = selectors.log_lines(job=job, after=self.position, limit=500)
         if lines:
             self.position, self.quiet_since = lines[-1].seq + 1, time.monotonic()
@@ -258,10 +263,21 @@ class _LogFollow:
             return [_sse("end", {"status": "Deleted", "status_reason": "The job was deleted.", "exit_code": None})], None
         if job.logs_complete and self.position >= job.log_line_count:
             return [_sse("end", {"status": job.status, "status_reason": job.status_reason, "exit_code": job.exit_code})], None
+        if changed := self.status_changes():
+            return changed, FOLLOW_POLL_SECONDS
         if time.monotonic() - self.quiet_since > KEEPALIVE_SECONDS:
             self.quiet_since = time.monotonic()
             return [": keepalive\n\n"], FOLLOW_POLL_SECONDS
         return [], FOLLOW_POLL_SECONDS
+
+
+    def status_changes(self) -> list[str]:
+        """A `status` event when the job's status or its reason differs from the last one sent (none otherwise)."""
+        current = (self.job.status, self.job.status_reason)
+        if current == self.status_sent:
+            return []
+        self.status_sent, self.quiet_since = current, time.monotonic()
+        return [_sse("status", {"status": current[0], "status_reason": current[1]})]
 
 
 def _event_stream(request, job: Job, after: int) -> StreamingHttpResponse:

@@ -5,7 +5,7 @@ Reading needs `reader`; submitting and changing jobs needs `contributor`; every 
 settings, members, compute) needs `owner`.
 Online endpoints and deployments are used, not managed: their writes and keys need `contributor`.
 Scoring checks the endpoint's own key, whoever calls (see the tests at the end).
-Tokens and the catalogs belong to no workspace: any signed-in user. Who may create workspaces is a setting
+Tokens and the catalogs belong to no workspace: any signed-in user. Staff alone create users. Who may create workspaces is a setting
 (DOCKYARD_WORKSPACE_CREATORS: anyone signed in, or staff only). Staff alone enable local compute for a workspace
 and attach a cluster `in_cluster` (with Dockyard's own service account).
 The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
@@ -150,6 +150,7 @@ ENDPOINTS = [
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
+    Endpoint("users-create", "post", "/api/v1/users/", signed_in_staff(201), {"username": "new-person"}),
     Endpoint("vm-sizes", "get", "/api/v1/vm-sizes/", signed_in(200)),
     Endpoint("compute-types", "get", "/api/v1/compute-types/", signed_in(200)),
     Endpoint("openapi", "get", "/api/v1/openapi.json", PUBLIC),

@@ -141,7 +141,7 @@ def test_job_logs_are_json_pages_a_text_download_or_an_event_stream(openapi):
     assert set(content) == {"application/json", "text/plain", "text/event-stream"}
     assert resolve(openapi, content["application/json"]["schema"])["properties"]["results"]["type"] == "array"
     event = content["text/event-stream"]["schema"]  # before OpenAPI 3.2 a stream's schema describes one event
-    assert event["properties"]["event"]["enum"] == ["line", "end", "timeout"] and event["required"] == ["event", "data"]
+    assert event["properties"]["event"]["enum"] == ["status", "line", "end", "timeout"] and event["required"] == ["event", "data"]
     assert {"cursor", "limit", "follow", "download"} <= parameter_names(logs)
 
 
@@ -155,3 +155,13 @@ def test_job_events_are_a_list_without_the_job_lists_filters(openapi):
 def test_job_actions_answer_202_with_the_job(openapi):
     for path, method in ((JOBS + "{name}/", "delete"), (JOBS + "{name}/cancel/", "post")):
         assert body_schema(openapi["paths"][path][method]["responses"]["202"]) == {"$ref": "#/components/schemas/Job"}, path
+
+
+def test_creating_a_user_takes_a_name_and_an_email_and_answers_with_the_one_time_link(openapi):
+    create = openapi["paths"]["/api/v1/users/"]["post"]
+    request = resolve(openapi, create["requestBody"]["content"]["application/json"]["schema"])
+    created = resolve(openapi, body_schema(create["responses"]["201"]))
+    assert set(request["properties"]) == {"username", "email"} and request["required"] == ["username"]
+    assert set(created["properties"]) == {"username", "email", "invitation_url", "invitation_expires_at"}
+    assert {"400", "401", "403", "409"} <= set(create["responses"])
+    assert set(openapi["paths"]["/api/v1/users/"]) == {"post"}  # no listing of accounts

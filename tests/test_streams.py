@@ -22,6 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs.models import Job, JobLogLine
+from jobs.views import KEEPALIVE_SECONDS
 from tests.e2e_support import wait_for
 from tests.support import assert_error
 from tests.test_worker_kill import worker_environment
@@ -187,7 +188,7 @@ def test_fifty_open_streams_leave_the_api_answering(start_server, readers):
               f"{len(followers)} open streams {statistics.median(busy) * 1000:.1f} ms "
               f"(max {max(idle) * 1000:.1f} / {max(busy) * 1000:.1f} ms); "
               f"the server's database connections: {database_connections()}")
-        assert [events(follower.text)[0][:2] for follower in followers[:2]] == [("line", "0"), ("line", "0")]
+        assert [events(follower.text)[1][:2] for follower in followers[:2]] == [("line", "0"), ("line", "0")]
     finally:
         for follower in followers:
             follower.close()
@@ -239,6 +240,7 @@ def test_streams_under_asgi_keep_the_event_format_resume_and_end(start_server, r
     ended = Follower(server.url, readers[1], "done")
     assert ended.response.headers["Content-Type"] == "text/event-stream"
     assert events(ended.read_until("event: end")) == [
+        ("status", None, {"status": "Completed", "status_reason": ""}),
         ("line", "0", {"seq": 0, "source": "", "text": "one", "time": _time(ended.text, 0)}),
         ("line", "1", {"seq": 1, "source": "", "text": "two", "time": _time(ended.text, 1)}),
         ("line", "2", {"seq": 2, "source": "", "text": "three", "time": _time(ended.text, 2)}),
@@ -248,7 +250,7 @@ def test_streams_under_asgi_keep_the_event_format_resume_and_end(start_server, r
 
     resumed = Follower(server.url, readers[1], "busy", **{"Last-Event-ID": "0"})
     found = events(resumed.read_until("event: timeout"))  # DOCKYARD_LOG_FOLLOW_SECONDS ends it
-    assert [(event, event_id) for event, event_id, _ in found] == [("line", "1"), ("timeout", None)]
+    assert [(event, event_id) for event, event_id, _ in found] == [("status", None), ("line", "1"), ("timeout", None)]
     assert found[-1][2] == {"status": "Running", "next_id": 2}
     resumed.close()
     assert_error(httpx.get(f"{server.url}{JOBS}/busy/logs/?follow=true&cursor=garbage",
@@ -257,3 +259,20 @@ def test_streams_under_asgi_keep_the_event_format_resume_and_end(start_server, r
 
 def _time(text: str, seq: int) -> str:
     return next(data["time"] for event, _, data in events(text) if event == "line" and data["seq"] == seq)
+
+
+def test_a_queued_job_without_output_says_why_at_once_under_asgi(start_server, readers):
+    job = make_job("waiting", "Queued", [])
+    Job.objects.filter(pk=job.pk).update(status_reason="Waiting for a node: insufficient cpu")
+    server = start_server()
+
+    started = time.perf_counter()
+    follower = Follower(server.url, readers[1], "waiting")
+    try:
+        found = events(follower.read_until("\n\n"))
+        waited = time.perf_counter() - started
+    finally:
+        follower.close()
+    assert found == [("status", None, {"status": "Queued", "status_reason": "Waiting for a node: insufficient cpu"})]
+    print(f"\nfirst event of a silent queued job after {waited * 1000:.0f} ms")
+    assert waited < KEEPALIVE_SECONDS / 3  # not the first keepalive's 15 s of "Connecting…"

@@ -75,6 +75,23 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
+class Invitation(models.Model):
+    """A one-time link that lets a user staff created set their first password; only its SHA-256 is kept."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitations")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"invitation of {self.user}"
+
+
 class AuditEvent(models.Model):
     """One create/update/delete/action, with who, when, what and which fields (never secret values)."""
 

@@ -1,7 +1,9 @@
 """Read paths for workspaces, members, tokens and events."""
 from django.db.models import QuerySet
+from django.utils import timezone
 
-from .models import ApiToken, AuditEvent, Membership, Workspace
+from .authentication import hash_token
+from .models import ApiToken, AuditEvent, Invitation, Membership, Workspace
 
 
 def workspace_list(*, user) -> QuerySet[Workspace]:
@@ -20,3 +22,11 @@ def token_list(*, user) -> QuerySet[ApiToken]:
 
 def event_list(*, workspace: Workspace) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.filter(workspace=workspace)
+
+
+def invitation_open(*, raw: str, lock: bool = False) -> Invitation | None:
+    """The unused, unexpired invitation of an active user whose token is `raw` (row-locked when `lock`), or None."""
+    invitations = Invitation.objects.select_for_update() if lock else Invitation.objects.all()
+    return invitations.select_related("user").filter(
+        key_hash=hash_token(raw), used_at__isnull=True, expires_at__gt=timezone.now(), user__is_active=True,
+    ).first()

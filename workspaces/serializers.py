@@ -101,3 +101,15 @@ class AuditEventSerializer(serializers.ModelSerializer):
         model = AuditEvent
         fields = ["id", "created_at", "actor", "action", "verb", "target_type", "target_name", "changes"]
         read_only_fields = fields
+
+
+class UserCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    email = serializers.CharField(max_length=254, required=False, allow_blank=True, default="")
+
+
+class UserCreatedSerializer(serializers.Serializer):
+    username = serializers.CharField(read_only=True)
+    email = serializers.CharField(read_only=True)
+    invitation_url = serializers.URLField(read_only=True, help_text="Shown once: the new user opens it to set a password.")
+    invitation_expires_at = serializers.DateTimeField(read_only=True)

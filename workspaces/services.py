@@ -4,22 +4,27 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.cache import cache
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 
 from controlplane.api import BadRequest, Conflict
 
-from . import access
+from . import access, selectors
 from .audit import audit_record, changed_fields
 from .authentication import hash_token
 from .choices import AuditAction, Role
-from .models import ApiToken, Membership, Workspace
+from .models import ApiToken, Invitation, Membership, Workspace
 
 WORKSPACE_FIELDS = ("display_name", "description", "tags")
 LOCAL_COMPUTE_FIELDS = ("local_compute_enabled", "local_network_enabled")
 TOKEN_PREFIX = "dy_"
+INVITATION_GONE = "This link cannot be used: it was used already, has expired, or never existed. Ask a staff user for a new one."
 
 
 @transaction.atomic
@@ -105,6 +110,8 @@ def _user_named(actor, username: str):
     Which names exist is not an owner's to learn by trying: misses are counted per actor, and past
     DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR every add is refused with 429 until the hour is over.
     """
+    if actor.is_staff:  # staff see every account anyway, and can create the missing one
+        return _user_named_for_staff(username)
     key = _misses_key(actor)
     if (cache.get(key) or 0) >= settings.DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR:
         raise Throttled(detail="Too many adds named no addable user; try again later.")
@@ -112,7 +119,17 @@ def _user_named(actor, username: str):
     if user is None:
         cache.add(key, 0, timeout=MISS_WINDOW_SECONDS)
         cache.incr(key)
-        raise ValidationError({"user": [f"'{username}' cannot be added: there is no active user by that name."]})
+        raise ValidationError({"user": [f"'{username}' cannot be added: there is no active user by that name; "
+                                        "ask a staff user to create the account."]})
+    return user
+
+
+def _user_named_for_staff(username: str):
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise ValidationError({"user": [f"There is no user named '{username}': create the account first."]})
+    if not user.is_active:
+        raise ValidationError({"user": [f"'{username}' is deactivated: activate the account first."]})
     return user
 
 
@@ -202,3 +219,69 @@ def token_revoke(*, user, token: ApiToken) -> None:
     for revoked in [token, *_descendants(token)]:
         audit_record(actor=user, action=AuditAction.DELETE, target_type="token", target_name=revoked.prefix)
     token.delete()  # the parent foreign key cascades to the descendants
+
+
+def _checked_user_fields(username: str, email: str) -> tuple[str, str]:
+    """The new account's name and e-mail, stripped; ValidationError naming the field when one is not usable."""
+    username, email = username.strip(), email.strip()
+    errors = {}
+    if not username:
+        errors["username"] = ["Give the user a name."]
+    elif len(username) > 150:
+        errors["username"] = ["A user name has at most 150 characters."]
+    else:
+        try:
+            UnicodeUsernameValidator()(username)
+        except DjangoValidationError as exc:
+            errors["username"] = exc.messages
+    if email:
+        try:
+            validate_email(email)
+        except DjangoValidationError:
+            errors["email"] = [f"'{email}' is not an e-mail address."]
+    if errors:
+        raise ValidationError(errors)
+    return username, email
+
+
+@transaction.atomic
+def user_create(*, actor, username: str, email: str = "") -> tuple[object, Invitation, str]:
+    """Create an account without a password, and the one-time link (raw token returned once) that sets it; staff only."""
+    if not actor.is_staff:
+        raise PermissionDenied("Only staff can create users.")
+    username, email = _checked_user_fields(username, email)
+    users = get_user_model().objects
+    # Names differing only in letter case would be told apart by nobody signing in or adding a member.
+    if users.filter(username__iexact=username).exists():
+        raise Conflict(f"There is already a user named '{username}'.")
+    user = users.create_user(username=username, email=email)  # no password given: an unusable one
+    invitation, raw = invitation_create(actor=actor, user=user)
+    audit_record(actor=actor, action=AuditAction.CREATE, target_type="user", target_name=username,
+                 changes={"email": [None, email]} if email else {})
+    return user, invitation, raw
+
+
+def invitation_create(*, actor, user) -> tuple[Invitation, str]:
+    """A one-time, expiring link for `user` to set a password; only the token's hash is stored."""
+    raw = secrets.token_urlsafe(32)
+    expires_at = timezone.now() + timedelta(hours=settings.DOCKYARD_INVITATION_HOURS)
+    invitation = Invitation.objects.create(user=user, key_hash=hash_token(raw), created_by=actor, expires_at=expires_at)
+    return invitation, raw
+
+
+@transaction.atomic
+def invitation_accept(*, raw: str, password: str):
+    """Set the invited user's password and spend the link (and any other open link of theirs)."""
+    invitation = selectors.invitation_open(raw=raw, lock=True)
+    if invitation is None:
+        raise ValidationError({"token": [INVITATION_GONE]})
+    user = invitation.user
+    try:
+        validate_password(password, user)
+    except DjangoValidationError as exc:
+        raise ValidationError({"password": exc.messages}) from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    Invitation.objects.filter(user=user, used_at__isnull=True).update(used_at=timezone.now())
+    audit_record(actor=user, action=AuditAction.ACTION, verb="set password", target_type="user", target_name=user.username)
+    return user

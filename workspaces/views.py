@@ -1,6 +1,7 @@
 from django.db.models import OuterRef, Subquery, Value
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.response import Response
 
 from controlplane.api import BadRequest, ETagMixin
@@ -18,6 +19,8 @@ from .serializers import (
     MemberCreateSerializer,
     MembershipSerializer,
     MemberUpdateSerializer,
+    UserCreatedSerializer,
+    UserCreateSerializer,
     WorkspaceSerializer,
     WorkspaceUpdateSerializer,
 )
@@ -144,6 +147,33 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
 
     def perform_destroy(self, instance):
         services.token_revoke(user=self.request.user, token=instance)
+
+
+class StaffOnly(permissions.BasePermission):
+    """403 before the body is read for anyone signed in who is not staff (the service checks again)."""
+
+    message = "Only staff can create users."
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+
+
+class UserViewSet(viewsets.GenericViewSet):
+    """Staff create accounts for scripts and people; the new user sets a password through a one-time link."""
+
+    serializer_class = UserCreateSerializer
+    permission_classes = [StaffOnly]
+
+    @extend_schema(request=UserCreateSerializer, responses={201: UserCreatedSerializer})
+    def create(self, request, *args, **kwargs):
+        body = UserCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        user, invitation, raw = services.user_create(actor=request.user, **body.validated_data)
+        return Response({
+            "username": user.username, "email": user.email,
+            "invitation_url": request.build_absolute_uri(reverse("frontend:invitation", args=[raw])),
+            "invitation_expires_at": invitation.expires_at,
+        }, status=status.HTTP_201_CREATED)
 
 
 class EventViewSet(WorkspaceScopedMixin, mixins.ListModelMixin, viewsets.GenericViewSet):

@@ -9,7 +9,7 @@ from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
 from ..documents import Document, apply_assignments, parse_documents, read_text, with_code_resolved
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, ApiError, ConnectionFailed, InvalidInput
-from ..jobs import ended_badly, job_yaml, line_text, status_filter, where_cell
+from ..jobs import ended_badly, job_yaml, line_text, status_filter, status_text, where_cell
 from ..logstream import LogFollower
 from ..lookups import job_not_found_in_workspace, jobs_path, workspace_not_found
 from ..output import (
@@ -109,7 +109,7 @@ def follow(state: State, client: ApiClient, name: str, on_line: Callable[[dict],
     """Call `on_line` for each log line until the job ends; returns the end (status, reason, exit code)."""
     workspace, resume = state.workspace, resume_command(state, name)
     try:
-        return LogFollower(client, jobs_path(workspace, name, "logs"), on_line).run()
+        return LogFollower(client, jobs_path(workspace, name, "logs"), on_line, on_status=print_status).run()
     except KeyboardInterrupt:
         click.echo(f"\nStopped following job/{name}; the job keeps running. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
@@ -117,6 +117,13 @@ def follow(state: State, client: ApiClient, name: str, on_line: Callable[[dict],
         raise job_not_found_in_workspace(client, workspace, name, error) from None
     except ConnectionFailed as error:
         raise ConnectionFailed(f"{error.message} The job goes on; resume with: {resume}", code=error.code) from None
+
+
+def print_status(status: dict) -> None:
+    """A followed job's new status and why, on stderr (stdout holds the log): `[Queued] Waiting for a node: …`."""
+    text = status_text(status)
+    if text is not None:
+        click.echo(text, err=True)
 
 
 def finish(name: str, end: dict) -> None:

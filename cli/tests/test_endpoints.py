@@ -127,7 +127,6 @@ def test_create_reports_the_apis_errors_and_refuses_a_deployment_file(dockyard, 
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr.splitlines() == [
         "Error (InvalidEndpoint): colour: 'colour' is not an online endpoint field.",
-        "  colour: 'colour' is not an online endpoint field.",
         "  auth_mode: auth_mode must be key or aml_token (aad_token needs Microsoft Entra ID), not 'aad_token'.",
     ]
     good = write_yaml(tmp_path / "endpoint.yml", ENDPOINT)
@@ -509,7 +508,7 @@ def test_apply_sets_traffic_after_a_failed_deployment_and_says_so(dockyard, owne
     errors = result.stderr.splitlines()
     assert errors[0] == "online-deployment/adder/green failed"
     assert errors[1].startswith("Error (InvalidDeployment): code_configuration.scoring_script: There is no missing.py")
-    assert errors[3:5] == ["online-endpoint/adder failed",
+    assert errors[2:4] == ["online-endpoint/adder failed",
                            "Error (InvalidTraffic): traffic.green: There is no deployment 'green' on this endpoint."]
     assert errors[-1] == "Error (ApplyFailed): 2 of 2 documents failed."
     assert OnlineEndpoint.objects.get(name="adder").traffic == {}

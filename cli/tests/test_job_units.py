@@ -8,7 +8,16 @@ import yaml
 from cli.client import ApiClient
 from cli.config import Connection
 from cli.errors import ApiError, CliError, ConnectionFailed
-from cli.jobs import display_changes, ended_badly, job_yaml, line_text, spec_changes, status_filter, where_cell
+from cli.jobs import (
+    display_changes,
+    ended_badly,
+    job_yaml,
+    line_text,
+    spec_changes,
+    status_filter,
+    status_text,
+    where_cell,
+)
 from cli.logstream import RECONNECT_DELAYS, LogFollower
 from cli.sse import ServerEvent, parse_events
 
@@ -241,3 +250,18 @@ def test_follow_raises_the_apis_error_statuses():
     with pytest.raises(ApiError) as error:
         run.run()
     assert error.value.status == 404
+
+
+def test_follow_reports_each_new_status_once_across_reconnects():
+    queued = {"status": "Queued", "status_reason": "Waiting for a node: insufficient cpu"}
+    run, printed, _ = follower([
+        sse(("status", queued, None), ("timeout", {"status": "Queued", "next_id": 0}, None)),
+        sse(("status", queued, None), ("status", {"status": "Running", "status_reason": ""}, None), line(0, "a"),
+            ("status", {"status": "Completed", "status_reason": ""}, None), END_COMPLETED),
+    ])
+    statuses: list[dict] = []
+    run.on_status = statuses.append
+
+    assert run.run()["status"] == "Completed"
+    assert [status_text(status) for status in statuses] == ["[Queued] Waiting for a node: insufficient cpu", "[Running]", None]
+    assert [entry["text"] for entry in printed] == ["a"]

@@ -5,6 +5,7 @@ them (`quiet_broker`). `test_create_stream_runs_local_jobs_on_a_real_worker` run
 """
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -65,6 +66,14 @@ def add_lines(job: Job, *texts: str, source: str = "") -> None:
 
 def end(job: Job, status: str, reason: str = "", exit_code: int | None = None) -> None:
     Job.objects.filter(pk=job.pk).update(status=status, status_reason=reason, exit_code=exit_code, end_time=timezone.now())
+
+
+STATUS_LINE = re.compile(r"^\[(NotStarted|Queued|Starting|Running|CancelRequested)\]")
+
+
+def without_statuses(stderr: str) -> list[str]:
+    """stderr's lines less the followed job's status changes (`[Queued] …`), whose number depends on timing."""
+    return [line for line in stderr.splitlines() if not STATUS_LINE.match(line)]
 
 
 def in_background(name: str, action) -> threading.Thread:
@@ -150,7 +159,6 @@ def test_set_resources_on_a_serverless_job_and_the_apis_validation_errors(dockya
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr.splitlines() == [
         "Error (InvalidJob): colour: 'colour' is not a command-job field.",
-        "  colour: 'colour' is not a command-job field.",
     ]
     taken = dockyard("job", "create", "-f", str(serverless), "--name", "two")
     assert taken.exit_code == 1 and taken.stderr.startswith("Error (Conflict): A job named 'two' already exists")
@@ -378,7 +386,8 @@ def test_logs_follow_reconnects_after_the_servers_timeout_until_the_job_ends(doc
 
     assert result.stdout == "first\n[rank0] second\nthird\n"
     assert result.exit_code == 6
-    assert result.stderr == "Error (JobCanceled): Job 'slow' was canceled: Canceled by request; the process group was stopped.\n"
+    assert result.stderr == ("[Running]\n"  # said once, though each of the reconnects starts with it
+                             "Error (JobCanceled): Job 'slow' was canceled: Canceled by request; the process group was stopped.\n")
     assert len(connections_made) >= 3  # each stream ended after a second; every line still came exactly once
 
 
@@ -395,7 +404,7 @@ def test_create_stream_prints_the_log_and_exits_0_when_the_job_completed(dockyar
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "job/streamed created\nhello world\n"
-    assert result.stderr == "job/streamed Completed\n"
+    assert without_statuses(result.stderr) == ["job/streamed Completed"]
 
 
 def test_create_stream_with_json_prints_the_final_job_and_the_log_on_stderr(dockyard, owner, workspace, tmp_path):
@@ -411,7 +420,31 @@ def test_create_stream_with_json_prints_the_final_job_and_the_log_on_stderr(dock
     assert result.exit_code == 5
     final = json.loads(result.stdout)
     assert (final["name"], final["status"], final["exit_code"]) == ("streamed", "Failed", 3)
-    assert result.stderr.splitlines() == ["hello world", "Error (JobFailed): Job 'streamed' failed: The command exited with code 3."]
+    assert without_statuses(result.stderr) == ["hello world", "Error (JobFailed): Job 'streamed' failed: The command exited with code 3."]
+
+
+def test_create_stream_says_why_a_job_waits_and_when_it_starts(dockyard, workspace, tmp_path):
+    path = write_yaml(tmp_path / "job.yml", HELLO)
+
+    def run_the_job(job):
+        Job.objects.filter(pk=job.pk).update(status="Queued", status_reason="Waiting for a node: insufficient cpu")
+        time.sleep(1.5)
+        Job.objects.filter(pk=job.pk).update(status="Running", status_reason="")
+        add_lines(job, "hello world")
+        time.sleep(1.5)
+        end(job, "Completed", exit_code=0)
+
+    thread = in_background("waits", run_the_job)
+    result = dockyard("job", "create", "-f", str(path), "--name", "waits", "--stream")
+    thread.join()
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "job/waits created\nhello world\n"  # the log alone: statuses go to stderr
+    said = result.stderr.splitlines()
+    assert said[-1] == "job/waits Completed"
+    statuses = [line for line in said if STATUS_LINE.match(line)]
+    assert "[Queued] Waiting for a node: insufficient cpu" in statuses and statuses[-1] == "[Running]", said
+    assert len(statuses) == len(set(statuses))  # each change once
 
 
 def test_logs_follow_as_json_prints_one_object_per_line(dockyard, owner, workspace):
@@ -437,9 +470,10 @@ def test_create_stream_runs_local_jobs_on_a_real_worker(worker, dockyard, worksp
 
     assert failed.exit_code == 5, failed.stderr
     assert failed.stdout == "job/fails created\nhello world\n"
-    assert failed.stderr == "Error (JobFailed): Job 'fails' failed: The command exited with code 3.\n"
+    assert without_statuses(failed.stderr) == ["Error (JobFailed): Job 'fails' failed: The command exited with code 3."]
     assert completed.exit_code == 0, completed.stderr
-    assert (completed.stdout, completed.stderr) == ("job/passes created\nhello world\n", "job/passes Completed\n")
+    assert completed.stdout == "job/passes created\nhello world\n"
+    assert without_statuses(completed.stderr) == ["job/passes Completed"]
 
 
 def test_ctrl_c_stops_following_and_says_how_to_resume(live_server, owner, workspace, token, tmp_path):
@@ -459,7 +493,7 @@ def test_ctrl_c_stops_following_and_says_how_to_resume(live_server, owner, works
         process.kill()
 
     assert process.returncode == 130
-    assert stderr.strip() == "Stopped following job/long; the job keeps running. Resume with: dockyard job logs long --follow -w team-a"
+    assert stderr.strip().splitlines()[-1] == "Stopped following job/long; the job keeps running. Resume with: dockyard job logs long --follow -w team-a"
     assert Job.objects.get(pk=job.pk).status == "Running"
 
 
@@ -512,5 +546,5 @@ def test_apply_dry_run_submits_nothing_and_jobs_need_a_name(dockyard, workspace,
     errors = result.stderr.splitlines()
     assert errors[:2] == [f"{path}, document 2 failed", "Error (InvalidDocument): A job needs a name to be applied (that is "
                           "how apply finds it again); `dockyard job create -f FILE` submits one with a generated name."]
-    assert errors[3:5] == ["job/p failed", "Error (NotSupported): This is a pipeline job; Dockyard runs command jobs only (`type: command`)."]
+    assert errors[2:4] == ["job/p failed", "Error (NotSupported): This is a pipeline job; Dockyard runs command jobs only (`type: command`)."]
     assert not Job.objects.exists()

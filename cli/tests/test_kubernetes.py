@@ -281,7 +281,6 @@ def test_a_new_list_is_all_or_nothing_and_errors_name_the_item(dockyard, k8s, wo
     assert result.stderr.splitlines() == [
         f"{path}, document 1 failed",
         "Error (InvalidInstanceType): items.1.spec.resources.requests.cpu: The cpu request (2) exceeds its limit (1).",
-        "  items.1.spec.resources.requests.cpu: The cpu request (2) exceeds its limit (1).",
         "Error (ApplyFailed): 1 of 1 documents failed.",
     ]
     assert not InstanceType.objects.exists()

@@ -186,3 +186,15 @@ def test_the_cli_never_imports_the_server_code():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True, timeout=60)
 
     assert result.stdout.strip() == "[]"
+
+
+def test_an_error_whose_detail_repeats_its_message_is_printed_once_with_the_target():
+    api = ApiError(400, "colour: Unknown field.", code="ValidationError", details=[
+        {"target": "colour", "message": "Unknown field."}, {"target": "size", "message": "Not a VM size."}])
+    own = CliError("Cannot read k.yml.", code="InvalidFile", details=[{"target": "kubeconfig_file", "message": "Cannot read k.yml."}])
+    plain = CliError("Not found.", code="NotFound", details=[{"target": "", "message": "Not found."}])
+
+    assert api.lines() == ["Error (ValidationError): colour: Unknown field.", "  size: Not a VM size."]
+    assert own.lines() == ["Error (InvalidFile): Cannot read k.yml."]
+    assert plain.lines() == ["Error (NotFound): Not found."]
+    assert api.as_dict()["details"][0] == {"target": "colour", "message": "Unknown field."}  # -o json keeps them all

@@ -29,7 +29,8 @@ def members_context(request, ws: str, **extra) -> dict:
 def members(request, ws):
     """The member list; owners also get the add form, posted here."""
     context = members_context(request, ws)
-    form = MemberForm(request.POST or None)
+    form = MemberForm(request.POST or None, initial={"username": request.GET.get("username", "")})
+    missing = ""
     if request.method == "POST":
         require(request.user, context["workspace"], "manage")
         if form.is_valid():
@@ -40,12 +41,16 @@ def members(request, ws):
             except Throttled as exc:
                 form.add_error("username", str(exc.detail))
             except USER_ERRORS as exc:
-                for row in error_rows(exc, target="username"):
+                username, rows = form.cleaned_data["username"], error_rows(exc, target="username")
+                for row in rows:
                     form.add_error("role" if row["target"] == "role" else "username", row["message"])
+                # Staff get the way forward as a link: create the account, then come back and add it.
+                if request.user.is_staff and any(row["target"] == "user" for row in rows):
+                    missing = username
             else:
                 messages.success(request, f"{membership.user.username} is now a {membership.role} of {ws}.")
                 return redirect("frontend:members", ws=ws)
-    return render(request, "frontend/workspace/members.html", {**context, "form": form})
+    return render(request, "frontend/workspace/members.html", {**context, "form": form, "missing_user": missing})
 
 
 def membership_or_404(workspace, username: str):

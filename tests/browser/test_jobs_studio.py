@@ -224,3 +224,49 @@ def test_kubernetes_jobs_as_the_worker_leaves_them(transactional_db, people, pag
     expect(page.locator(".status-reason")).to_contain_text("Waiting for capacity")
     expect(page.get_by_role("button", name="Cancel")).to_be_visible()
     shot(page, "jobs-17-queued")
+
+
+# One word longer than any pane is wide (YAML cannot fold it), then the flag whose end must stay visible.
+LONG_COMMAND = "python train.py --data=" + "/".join(f"folder-{index}" for index in range(60)) + " --last-flag"
+
+
+@pytest.fixture
+def waiting_job(transactional_db, people) -> Job:
+    """A serverless job that waits in Queued, printed nothing, and has a command far wider than any pane."""
+    olivia, _ = people
+    body = {"command": LONG_COMMAND, "environment": {"image": "python:3.11"}}
+    return Job.objects.create(
+        workspace=Workspace.objects.get(name="vision"), name="waits", display_name="Waits for a node",
+        spec=parse_job({**body, "name": "waits"}), compute_name="", target="serverless", status="Queued",
+        created_by=olivia, status_reason="Waiting for a node: insufficient cpu")
+
+
+def test_the_log_of_a_silent_queued_job_says_why_it_waits_at_once(waiting_job, page, shot):
+    sign_in(page, "olivia")
+    page.goto("/w/vision/jobs/waits/")
+    page.locator(".hub-tabs").get_by_role("link", name=re.compile("^Logs")).click()
+    # The stream's first event comes at once: well before its first keepalive (15 s), which ended "Connecting…".
+    expect(page.locator("#log-state")).to_have_attribute("data-state", "following", timeout=5_000)
+    expect(page.locator("#log-state")).to_contain_text("Queued: Waiting for a node: insufficient cpu", timeout=5_000)
+    expect(page.locator("#job-log .log-empty")).to_contain_text("Queued: Waiting for a node: insufficient cpu")
+    shot(page, "jobs-18-queued-log-says-why")
+
+
+def test_yaml_panes_wrap_long_lines_instead_of_cutting_them(waiting_job, page, shot):
+    sign_in(page, "olivia")
+    page.goto("/w/vision/jobs/waits/")
+    page.locator(".hub-tabs").get_by_role("link", name="YAML").click()
+    pane = page.locator("#job-yaml")
+    expect(pane).to_contain_text("--last-flag")
+    # Nothing hidden to the right: the pane is no wider inside than it shows, and the line's end is inside it.
+    assert pane.evaluate("pre => pre.scrollWidth <= pre.clientWidth + 1")
+    inside = pane.evaluate("""pre => {
+        const range = document.createRange();
+        const text = pre.querySelector("code").firstChild;
+        const at = text.data.indexOf("--last-flag");
+        range.setStart(text, at); range.setEnd(text, at + "--last-flag".length);
+        const word = range.getBoundingClientRect(), box = pre.getBoundingClientRect();
+        return word.right <= box.right && word.left >= box.left;
+    }""")
+    assert inside
+    shot(page, "jobs-19-yaml-long-lines")

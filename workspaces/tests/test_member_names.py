@@ -21,7 +21,8 @@ def test_an_unknown_name_and_a_deactivated_account_get_the_same_answer(owner_api
     before = (Membership.objects.count(), AuditEvent.objects.count())
     unknown, deactivated = refusal(owner_api, "nobody"), refusal(owner_api, "gone")
     assert json.dumps(unknown).replace("nobody", "NAME") == json.dumps(deactivated).replace("gone", "NAME")
-    assert unknown["details"][0]["message"] == "'nobody' cannot be added: there is no active user by that name."
+    assert unknown["details"][0]["message"] == ("'nobody' cannot be added: there is no active user by that name; "
+                                                "ask a staff user to create the account.")
     assert (Membership.objects.count(), AuditEvent.objects.count()) == before
 
 
@@ -51,4 +52,27 @@ def test_the_studio_answers_the_same_for_both(client, owner, workspace, make_use
     client.force_login(owner)
     response = client.post("/w/team-a/members/", {"username": username, "role": "reader"})
     assert response.status_code == 200
-    assert f"&#x27;{username}&#x27; cannot be added: there is no active user by that name." in response.content.decode()
+    body = response.content.decode()
+    assert f"&#x27;{username}&#x27; cannot be added: there is no active user by that name; ask a staff user" in body
+    assert "/users/new/" not in body  # owners cannot create accounts: no link that would only answer 403
+
+
+def test_staff_are_told_which_it_is_and_are_not_throttled(api_as, users, workspace, make_user, settings):
+    settings.DOCKYARD_MEMBER_ADD_MISSES_PER_HOUR = 1
+    gone = make_user("gone")
+    gone.is_active = False
+    gone.save(update_fields=["is_active"])
+    staff = api_as("staff")
+    for _ in range(3):  # past the owners' limit: staff may list every account anyway
+        unknown = assert_error(staff.post(URL, {"user": "nobody", "role": "reader"}, format="json"), 400, "ValidationError", "user")
+    deactivated = assert_error(staff.post(URL, {"user": "gone", "role": "reader"}, format="json"), 400, "ValidationError", "user")
+    assert unknown["details"][0]["message"] == "There is no user named 'nobody': create the account first."
+    assert deactivated["details"][0]["message"] == "'gone' is deactivated: activate the account first."
+
+
+def test_the_studio_gives_staff_a_link_to_create_the_missing_user(client, users, workspace):
+    client.force_login(users["staff"])
+    response = client.post("/w/team-a/members/", {"username": "alice", "role": "reader"})
+    body = response.content.decode()
+    assert "There is no user named &#x27;alice&#x27;: create the account first." in body
+    assert 'href="/users/new/?username=alice&amp;ws=team-a"' in body

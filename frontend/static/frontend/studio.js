@@ -20,8 +20,9 @@ document.addEventListener("click", async (event) => {
   button.innerHTML = '<i class="bi bi-check2"></i> Copied';
 });
 
-// Job logs: <div data-follow="URL"> follows the API's Server-Sent Events (`line`, then `end`). When the server closes a
-// long stream (`timeout`), EventSource reconnects by itself with Last-Event-ID, so no line is shown twice.
+// Job logs: <div data-follow="URL"> follows the API's Server-Sent Events (`status` at once and at each change, `line`,
+// then `end`). When the server closes a long stream (`timeout`), EventSource reconnects by itself with Last-Event-ID,
+// so no line is shown twice.
 function appendLogLine(pane, line) {
   const atBottom = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 32;
   const row = document.createElement("div");
@@ -53,6 +54,13 @@ function followLog(pane) {
   const stream = new EventSource(pane.dataset.follow);
   const count = document.getElementById(pane.dataset.countTarget);
   stream.onopen = () => showLogState(pane, "following", "Following the log live…");
+  stream.addEventListener("status", (event) => {
+    // A job that prints nothing yet (Queued, waiting for a node) still says where it is and why.
+    const job = JSON.parse(event.data);
+    const reason = job.status_reason ? `: ${job.status_reason}` : "";
+    showLogState(pane, "following", `${job.status}${reason} — following the log live…`);
+    pane.querySelector(".log-empty")?.replaceChildren(`Waiting for output (${job.status}${reason}).`);
+  });
   stream.addEventListener("line", (event) => {
     const line = JSON.parse(event.data);
     appendLogLine(pane, line);

@@ -229,6 +229,9 @@ def _checked_user_fields(username: str, email: str) -> tuple[str, str]:
         errors["username"] = ["Give the user a name."]
     elif len(username) > 150:
         errors["username"] = ["A user name has at most 150 characters."]
+    elif username.strip(".") == "":
+        # The name is a path segment of members/{user}/, where '.' and '..' mean something else.
+        errors["username"] = ["A user name must hold something besides dots."]
     else:
         try:
             UnicodeUsernameValidator()(username)

@@ -181,7 +181,7 @@ def set_up(http: httpx.Client, services: Services, token: str, code: Path) -> tu
     assert response.status_code == 201, response.text[:500]
     key = response.json()["keys"]["primaryKey"]
     body = {"name": DEPLOYMENT, "code_configuration": {"code": str(code), "scoring_script": "score.py"},
-            "environment": {"image": "unused-locally"}, "environment_variables": {"DEPLOYMENT_NAME": DEPLOYMENT}}
+            "environment_variables": {"DEPLOYMENT_NAME": DEPLOYMENT}}
     response = api_call(http, "POST", f"{endpoints}/{ENDPOINT}/deployments/", token, body)
     assert response.status_code == 201, response.text[:500]
 

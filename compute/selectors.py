@@ -52,7 +52,7 @@ def local_compute(workspace) -> dict | None:
         return None
     return {
         "name": "local", "type": "local", "description": "Runs on the worker's host.", "tags": {},
-        "provisioning_state": "Succeeded", "provisioning_errors": [], "secrets_set": [],
+        "provisioning_state": "Succeeded", "provisioning_errors": [], "backend": None, "secrets_set": [],
         "created_by": None, "created_on": None, "updated_on": None,
     }
 

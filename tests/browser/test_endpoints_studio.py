@@ -307,7 +307,7 @@ def test_a_kubernetes_endpoint_as_the_worker_leaves_it(transactional_db, people,
     expect(page.locator('[data-deployment-manifest="green"]')).to_contain_text("kind: Deployment")
     shot(page, "endpoints-18-kubernetes-manifests")
     page.goto("/w/vision/endpoints/fraud/deployments/new/form/")
-    expect(page.get_by_label("Instance type")).to_contain_text("cpu-large (4 cpu, 8Gi)")
+    expect(page.get_by_label("Instance type")).to_contain_text("cpu-large — 2/4 cpu, 4Gi/8Gi")
     page.get_by_label("Deployment name").fill("canary")
     page.get_by_label("Code folder").fill("/var/azureml-app/onlinescoring")
     page.get_by_label("Environment image").fill("mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest")

@@ -6,10 +6,10 @@ Accepted forms, in JSON or YAML: flat `{name, nodeSelector, resources}`; the CR
 """
 from dataclasses import dataclass, field
 
-from controlplane.kube import names
+from controlplane.kube import names, quantities
+from controlplane.kube.objects import GPU
 
-from . import quantities
-from .manifests import GPU, INSTANCE_TYPE_API_VERSION
+from .manifests import INSTANCE_TYPE_API_VERSION
 
 DEFAULT_NAME = "defaultinstancetype"
 BLOCKING_TAINTS = ("NoSchedule", "NoExecute")

@@ -10,8 +10,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from controlplane.celery import enqueue_on_commit
+from controlplane.kube import client as kube
 
-from . import kube, reconcile
+from . import reconcile
 from .choices import ComputeType, ProvisioningState
 from .models import Cluster, ComputeTarget, InstanceType
 

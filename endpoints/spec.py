@@ -14,8 +14,8 @@ import math
 import re
 from pathlib import PurePosixPath
 
-from compute import quantities
-from compute.manifests import GPU
+from controlplane.kube import quantities
+from controlplane.kube.objects import GPU
 from controlplane.specs import camel_to_snake, limit_errors
 
 ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")

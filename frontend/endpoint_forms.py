@@ -11,8 +11,8 @@ import yaml
 from django.conf import settings
 
 from compute.choices import ComputeType, ProvisioningState
-from compute.manifests import GPU
 from compute.selectors import compute_list, instance_type_list
+from controlplane.kube.objects import GPU
 from controlplane.parsers import load_yaml_documents
 from workspaces.access import local_compute_allowed
 

@@ -7,9 +7,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compute import kube
 from compute.tasks import backoff, chained_run
 from controlplane.celery import enqueue_on_commit
+from controlplane.kube import client as kube
 
 from . import reconcile
 from .choices import ACTIVE, JobStatus, Target

@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from cli.tests.support import write_yaml
-from compute import kube, reconcile, tasks
+from compute import reconcile, tasks
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.services import compute_create
+from controlplane.kube import client as kube
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

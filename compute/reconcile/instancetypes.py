@@ -5,9 +5,12 @@ import logging
 from django.db import connection
 from django.utils import timezone
 
-from .. import kube, shapes
+from controlplane.kube import client as kube
+from controlplane.kube.objects import LABEL_PREFIX, MANAGED_BY, MANAGER
+
+from .. import shapes
 from ..choices import ProvisioningState
-from ..manifests import INSTANCE_TYPE_API_VERSION, LABEL_PREFIX, MANAGED_BY, MANAGER, instance_type_manifest
+from ..manifests import INSTANCE_TYPE_API_VERSION, instance_type_manifest
 from ..models import Cluster, InstanceType
 from .computes import attachment_connection
 from .status import problem, set_status

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from compute import shapes
-from compute.manifests import GPU, INSTANCE_TYPE_API_VERSION
+from compute.manifests import INSTANCE_TYPE_API_VERSION
+from controlplane.kube.objects import GPU
 
 DATA = Path(__file__).parent / "data"
 

@@ -16,9 +16,9 @@ import pytest
 from django.conf import settings as django_settings
 from kubernetes import client
 
-from compute import kube
 from compute import reconcile as compute_reconcile
 from compute.models import ComputeTarget
+from controlplane.kube import client as kube
 from endpoints import reconcile, tasks
 from endpoints.manifests import deployment_object_name, endpoint_object_name
 from endpoints.models import OnlineDeployment, OnlineEndpoint

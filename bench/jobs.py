@@ -105,11 +105,11 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 
 from compute import reconcile as compute_reconcile  # noqa: E402
 from compute import services as compute_services  # noqa: E402
-from compute.choices import ProvisioningState  # noqa: E402
 from compute.models import ComputeTarget  # noqa: E402
 from compute.reconcile.computes import connection_for  # noqa: E402
 from controlplane.celery import app  # noqa: E402
 from controlplane.kube import client as kube  # noqa: E402
+from controlplane.reconciling import ProvisioningState  # noqa: E402
 from jobs import tasks as job_tasks  # noqa: E402
 from jobs.manifests import kube_job_name  # noqa: E402
 from jobs.models import Job  # noqa: E402
@@ -757,8 +757,7 @@ class Spent:
 
 
 STAGES = [  # (module, attribute, label): timed inclusively (they nest) in the per-job split
-    ("jobs.tasks", "locked_run", "locked_run (lock, reconcile, commit)"),  # whichever of the two the task uses
-    ("compute.tasks", "locked_run", "locked_run (lock, reconcile, commit)"),
+    ("controlplane.reconciling", "locked_run", "locked_run (lock, reconcile, commit)"),
     ("jobs.reconcile.kubernetes", "render", "  render (instance type + manifests)"),
     ("jobs.reconcile.kubernetes", "instance_type_get", "    instance_type_get"),
     ("jobs.reconcile.kubernetes", "connection_for", "  connection_for"),

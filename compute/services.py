@@ -4,13 +4,14 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from controlplane.reconciling import ProvisioningState
 from controlplane.specs import enum_choice
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
 from . import shapes
-from .choices import ComputeType, ProvisioningState
+from .choices import ComputeType
 from .models import Cluster, ComputeTarget, InstanceType
 from .serializers import COMMON_FIELDS, serializer_for
 

@@ -12,11 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from compute import reconcile
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
 from controlplane import addresses
 from controlplane.kube import client as kube
 from controlplane.kube.connection import connection
+from controlplane.reconciling import ProvisioningState
 from tests.e2e_support import BASE, fresh_client_state, in_process_worker, wait_for
 from tests.fake_kube import tls
 from tests.support import assert_error

@@ -59,8 +59,9 @@ ALLOWED_IMPORTERS = {
     # jobs' reconcile borrows the compute connection helpers (see the next test), nothing else of compute's reconcile
     "compute.reconcile": ("compute/tasks.py", "compute/reconcile/", "jobs/reconcile/"),
     "jobs.reconcile": ("jobs/tasks.py", "jobs/reconcile/"),
-    # the tasks modules also catch kube's error classes to retry them
-    "controlplane.kube.client": ("compute/reconcile/", "jobs/reconcile/", "compute/tasks.py", "jobs/tasks.py"),
+    # the tasks modules (and the locked run they share) also catch kube's error classes to retry them
+    "controlplane.kube.client": ("compute/reconcile/", "jobs/reconcile/", "compute/tasks.py", "jobs/tasks.py",
+                                 "controlplane/reconciling.py"),
 }
 
 
@@ -134,12 +135,12 @@ def test_nothing_else_calls_endpoint_reconcile():
     assert endpoint_reconcile_importers() <= {"endpoints/tasks.py", "endpoints/dataplane.py"}
 
 
-def test_endpoints_borrow_only_the_connection_and_status_helpers_of_compute_reconcile():
+def test_endpoints_borrow_only_the_connection_helpers_of_compute_reconcile():
     importers = importers_of("compute.reconcile", "endpoints")
     assert {path for path in importers if not path.startswith("endpoints/reconcile/")} <= {"endpoints/dataplane.py"}
     for path in importers:
         borrowed = {name for name in imported_names(ROOT / path) if name.startswith("compute.reconcile.")}
-        assert all(name.startswith(("compute.reconcile.computes", "compute.reconcile.status")) for name in borrowed), (path, borrowed)
+        assert all(name.startswith("compute.reconcile.computes") for name in borrowed), (path, borrowed)
 
 
 def test_only_endpoint_reconcile_and_the_data_plane_call_kube():

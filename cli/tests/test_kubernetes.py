@@ -56,7 +56,7 @@ class Worker:
 
     @staticmethod
     def _run(model, action, pk) -> None:
-        """`compute.tasks.locked_run` without Celery: the row lock, and a transient error keeps the status written."""
+        """`controlplane.reconciling.locked_run` without Celery: the row lock, and a transient error keeps the status written."""
         from django.db import transaction
 
         with transaction.atomic():

@@ -6,11 +6,11 @@ from django.utils import timezone
 
 from controlplane.kube import client as kube
 from controlplane.kube.connection import Connection, connection
+from controlplane.reconciling import ProvisioningState, problem, record_status
 
-from ..choices import ComputeType, ProvisioningState
+from ..choices import ComputeType
 from ..manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, instance_type_crd
 from ..models import Cluster, ComputeTarget
-from .status import problem, record_status
 
 logger = logging.getLogger(__name__)
 

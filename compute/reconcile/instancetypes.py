@@ -7,13 +7,12 @@ from django.utils import timezone
 
 from controlplane.kube import client as kube
 from controlplane.kube.objects import LABEL_PREFIX, MANAGED_BY, MANAGER
+from controlplane.reconciling import ProvisioningState, problem, set_status
 
 from .. import shapes
-from ..choices import ProvisioningState
 from ..manifests import INSTANCE_TYPE_API_VERSION, instance_type_manifest
 from ..models import Cluster, InstanceType
 from .computes import attachment_connection
-from .status import problem, set_status
 
 logger = logging.getLogger(__name__)
 DELETED = "deleted"  # what `_reconcile_one` answers instead of the changed fields when the row is to go

@@ -379,7 +379,7 @@ class RetryRequested(Exception):
 
 
 def test_transient_faults_are_retried_and_a_retry_after_is_honoured(owner_api, fake):
-    from compute.tasks import chained_run
+    from controlplane.reconciling import chained_run
 
     make_endpoint(owner_api)
     make_deployment(owner_api)

@@ -12,6 +12,7 @@ from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
 from controlplane.reconciling import ProvisioningState
+from controlplane.specs import SpecErrors
 from workspaces import access
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
@@ -19,7 +20,7 @@ from workspaces.models import Workspace
 
 from . import keys
 from .models import OnlineDeployment, OnlineEndpoint
-from .spec import SpecErrors, check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
+from .spec import check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
 
 ENDPOINT_EDITABLE = ("description", "tags", "auth_mode", "traffic", "mirror_traffic")
 DEPLOYMENT_FIXED = ("name", "endpoint_name")

@@ -8,6 +8,7 @@ from django.utils import timezone
 from controlplane.kube import client as kube
 from controlplane.kube.objects import LABEL_PREFIX, MANAGED_BY, MANAGER
 from controlplane.reconciling import ProvisioningState, problem, set_status
+from controlplane.specs import SpecErrors
 
 from .. import shapes
 from ..manifests import INSTANCE_TYPE_API_VERSION, instance_type_manifest
@@ -166,7 +167,7 @@ def _spec_fields(cr: dict) -> dict:
     errors = []
     try:
         shapes.parse_body(cr)
-    except shapes.ShapeErrors as exc:
+    except SpecErrors as exc:
         errors = [problem("InvalidInstanceType", f"{path}: {message}") for path, message in exc.errors]
     return {
         "node_selector": spec.get("nodeSelector") or {}, "requests": resources.get("requests") or {},

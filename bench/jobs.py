@@ -15,7 +15,7 @@ It prints, in one run:
   (b) queued → exist: N jobs are submitted through the API while the Celery worker (a `celery -A controlplane worker`
       subprocess, prefork, concurrency 2 as bin/run starts it) is not consuming; the clock starts when the worker's
       consumer is turned back on and stops when the N-th batch/v1 Job is seen (a watch on the fake) — divided by the
-      time to create the same N manifests with compute.kube.apply in this process over a Connection built the same
+      time to create the same N manifests with controlplane.kube.client.apply in this process over a Connection built the same
       way (connection_for), on a fresh fake, seen by the same watch. Goal <= 1.3x. Twice: with the limiter as
       shipped (DOCKYARD_KUBE_QPS/BURST 20/40, per cluster per process) and with it raised (1000/1000). Also the CPU
       seconds per job of each party (worker, fake, this process, PostgreSQL backends) and the task times Celery logged.
@@ -103,13 +103,13 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
-from compute import kube  # noqa: E402
 from compute import reconcile as compute_reconcile  # noqa: E402
 from compute import services as compute_services  # noqa: E402
-from compute.choices import ProvisioningState  # noqa: E402
 from compute.models import ComputeTarget  # noqa: E402
 from compute.reconcile.computes import connection_for  # noqa: E402
 from controlplane.celery import app  # noqa: E402
+from controlplane.kube import client as kube  # noqa: E402
+from controlplane.reconciling import ProvisioningState  # noqa: E402
 from jobs import tasks as job_tasks  # noqa: E402
 from jobs.manifests import kube_job_name  # noqa: E402
 from jobs.models import Job  # noqa: E402
@@ -611,7 +611,7 @@ def dockyard_run(ctx, worker: Worker, n: int, tag: str) -> dict:
 
 
 def raw_run(ctx, manifests: list[list[dict]], limit: tuple[float, int], tag: str) -> float:
-    """Create the same manifests with compute.kube.apply over connection_for() of a compute on a fresh fake."""
+    """Create the same manifests with controlplane.kube.client.apply over connection_for() of a compute on a fresh fake."""
     fake = Fake(ctx.args)
     compute = attach(ctx.user, ctx.workspace, fake, f"k8s-{tag}")
     conn = connection_for(compute)
@@ -757,12 +757,11 @@ class Spent:
 
 
 STAGES = [  # (module, attribute, label): timed inclusively (they nest) in the per-job split
-    ("jobs.tasks", "locked_run", "locked_run (lock, reconcile, commit)"),  # whichever of the two the task uses
-    ("compute.tasks", "locked_run", "locked_run (lock, reconcile, commit)"),
+    ("controlplane.reconciling", "locked_run", "locked_run (lock, reconcile, commit)"),
     ("jobs.reconcile.kubernetes", "render", "  render (instance type + manifests)"),
     ("jobs.reconcile.kubernetes", "instance_type_get", "    instance_type_get"),
     ("jobs.reconcile.kubernetes", "connection_for", "  connection_for"),
-    ("compute.kube", "request", "  kube.request (the apply)"),
+    ("controlplane.kube.client", "request", "  kube.request (the apply)"),
     ("jobs.reconcile.kubernetes", "transition", "  transition (+ event INSERT)"),
     ("jobs.reconcile.kubernetes", "save", "  save (status UPDATE)"),
     ("jobs.reconcile", "save", "  save (observed_generation UPDATE)"),
@@ -866,8 +865,9 @@ def batched_submit_whatif(ctx, n: int, batch: int) -> dict:
 
     from compute import shapes
     from compute.models import InstanceType
+    from controlplane.kube.objects import GPU
     from jobs.choices import JobStatus
-    from jobs.manifests import GPU, job_manifests
+    from jobs.manifests import job_manifests
     from jobs.models import JobEvent
 
     fake = Fake(ctx.args)

@@ -61,18 +61,19 @@ from django.test.utils import (  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 from kubernetes import config as k8s_config  # noqa: E402
 
-from compute import kube, reconcile, services  # noqa: E402
-from compute.choices import ProvisioningState  # noqa: E402
+from compute import reconcile, services  # noqa: E402
 from compute.manifests import (  # noqa: E402
-    FIELD_MANAGER,
     INSTANCE_TYPE_API_VERSION,
     INSTANCE_TYPE_GROUP,
     instance_type_crd,
 )
 from compute.models import Cluster, ComputeTarget, InstanceType  # noqa: E402
 from compute.reconcile.instancetypes import desired_manifest  # noqa: E402
-from compute.tasks import BATCH, locked_batch, locked_run  # noqa: E402
+from compute.tasks import BATCH, locked_batch  # noqa: E402
 from controlplane.celery import app  # noqa: E402
+from controlplane.kube import client as kube  # noqa: E402
+from controlplane.kube.objects import FIELD_MANAGER  # noqa: E402
+from controlplane.reconciling import ProvisioningState, locked_run  # noqa: E402
 from tests.fake_kube import FakeKube  # noqa: E402
 from workspaces.services import token_create, workspace_create  # noqa: E402
 

@@ -13,14 +13,6 @@ class ComputeType(models.TextChoices):
     BATCH = "batch", "Azure Batch"
 
 
-class ProvisioningState(models.TextChoices):
-    CREATING = "Creating"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    UPDATING = "Updating"
-    DELETING = "Deleting"
-
-
 class Tier(models.TextChoices):
     DEDICATED = "dedicated"
     LOW_PRIORITY = "low_priority"

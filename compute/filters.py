@@ -1,6 +1,7 @@
 import django_filters
 
-from .choices import ProvisioningState
+from controlplane.reconciling import ProvisioningState
+
 from .models import ComputeTarget
 
 

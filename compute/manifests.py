@@ -1,37 +1,13 @@
-"""Records → Kubernetes manifests as plain dicts: names, labels, the InstanceType CRD and CRs (pure)."""
-import hashlib
-import re
-
-from .quantities import QUANTITY_PATTERN
-
-MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGER = "dockyard"
-FIELD_MANAGER = "dockyard"
-LABEL_PREFIX = "dockyard.dev/"
+"""Instance type records → the InstanceType CRD and CRs as plain dicts (pure)."""
+from controlplane.kube.objects import GPU, MANAGED_BY, MANAGER, labels
+from controlplane.kube.quantities import QUANTITY_PATTERN
 
 INSTANCE_TYPE_GROUP = "amlarc.azureml.com"
 INSTANCE_TYPE_VERSION = "v1alpha1"
 INSTANCE_TYPE_API_VERSION = f"{INSTANCE_TYPE_GROUP}/{INSTANCE_TYPE_VERSION}"
 INSTANCE_TYPE_PLURAL = "instancetypes"
 INSTANCE_TYPE_CRD_NAME = f"{INSTANCE_TYPE_PLURAL}.{INSTANCE_TYPE_GROUP}"
-GPU = "nvidia.com/gpu"
 GPU_JSON_PATH = r".spec.resources.limits.nvidia\.com/gpu"
-
-
-def object_name(base: str, unique: str, limit: int = 63) -> str:
-    """A deterministic DNS-label name: a slug of `base` plus a short hash of `unique` (a retry never duplicates)."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", base.lower()).strip("-") or "obj"
-    digest = hashlib.sha256(unique.encode()).hexdigest()[:8]
-    return f"{slug[: limit - len(digest) - 1].rstrip('-')}-{digest}"
-
-
-def labels(kind: str, **extra: str) -> dict[str, str]:
-    """The labels every object we create carries, so resync can find (and garbage-collect) ours."""
-    return {MANAGED_BY: MANAGER, f"{LABEL_PREFIX}kind": kind, **{f"{LABEL_PREFIX}{key}": value for key, value in extra.items()}}
-
-
-def managed_selector(kind: str) -> str:
-    return f"{MANAGED_BY}={MANAGER},{LABEL_PREFIX}kind={kind}"
 
 
 def _quantity_schema() -> dict:

@@ -6,9 +6,10 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from controlplane.crypto import decrypt_json, encrypt_json
+from controlplane.reconciling import Reconciled
 from workspaces.models import Workspace
 
-from .choices import ComputeType, ProvisioningState
+from .choices import ComputeType
 
 RESERVED_COMPUTE_NAMES = {"local"}
 
@@ -28,20 +29,6 @@ def validate_compute_name(value: str) -> None:
         raise ValidationError(f"Name '{value}' " + "; ".join(problems) + ".")
     if value.lower() in RESERVED_COMPUTE_NAMES:
         raise ValidationError(f"Name '{value}' is reserved for the built-in local compute.")
-
-
-class Reconciled(models.Model):
-    """Desired-vs-observed bookkeeping shared by every record a reconciler brings into a cluster."""
-
-    provisioning_state = models.CharField(
-        max_length=16, choices=ProvisioningState.choices, default=ProvisioningState.CREATING
-    )
-    provisioning_errors = models.JSONField(default=list, blank=True)
-    generation = models.PositiveBigIntegerField(default=1)
-    observed_generation = models.PositiveBigIntegerField(default=0)
-
-    class Meta:
-        abstract = True
 
 
 class Cluster(models.Model):

@@ -2,11 +2,13 @@
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from controlplane.kube import quantities
+from controlplane.kube.objects import GPU
 from workspaces import access
 from workspaces.models import Workspace
 
-from . import capabilities, quantities, shapes, vmsizes
-from .manifests import GPU, instance_type_manifest
+from . import capabilities, shapes, vmsizes
+from .manifests import instance_type_manifest
 from .models import ComputeTarget, InstanceType
 
 

@@ -4,13 +4,14 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
-from controlplane.specs import enum_choice
+from controlplane.reconciling import ProvisioningState
+from controlplane.specs import SpecErrors, enum_choice
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
 from . import shapes
-from .choices import ComputeType, ProvisioningState
+from .choices import ComputeType
 from .models import Cluster, ComputeTarget, InstanceType
 from .serializers import COMMON_FIELDS, serializer_for
 
@@ -194,7 +195,7 @@ def proven_cluster_of(compute: ComputeTarget) -> Cluster:
 def _shapes(compute: ComputeTarget, body: object) -> list[shapes.Shape]:
     try:
         return shapes.parse_body(body, compute.properties.get("node_selector") or {})
-    except shapes.ShapeErrors as exc:
+    except SpecErrors as exc:
         details = [{"target": path, "message": message} for path, message in exc.errors]
         message = f"{details[0]['target']}: {details[0]['message']}" if details[0]["target"] else details[0]["message"]
         raise BadRequest(message, code="InvalidInstanceType", details=details) from None

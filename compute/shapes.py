@@ -6,10 +6,11 @@ Accepted forms, in JSON or YAML: flat `{name, nodeSelector, resources}`; the CR
 """
 from dataclasses import dataclass, field
 
-from controlplane.kube import names
+from controlplane.kube import names, quantities
+from controlplane.kube.objects import GPU
+from controlplane.specs import SpecErrors
 
-from . import quantities
-from .manifests import GPU, INSTANCE_TYPE_API_VERSION
+from .manifests import INSTANCE_TYPE_API_VERSION
 
 DEFAULT_NAME = "defaultinstancetype"
 BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
@@ -56,27 +57,19 @@ class Shape:
 DEFAULT_SHAPE = Shape(DEFAULT_NAME, {}, {"cpu": "100m", "memory": "2Gi"}, {"cpu": "2", "memory": "2Gi"}, 0)
 
 
-class ShapeErrors(Exception):
-    """Problems found in a body: [(field path, message)]."""
-
-    def __init__(self, errors: list[tuple[str, str]]):
-        super().__init__(errors[0][1] if errors else "invalid instance type")
-        self.errors = errors
-
-
 def documents(body: object) -> list[tuple[str, dict]]:
     """Split a body into (path prefix, flat document) pairs; an InstanceTypeList gives one per item."""
     if not isinstance(body, dict):
-        raise ShapeErrors([("", "The body must be a mapping: an InstanceType, an InstanceTypeList or {name, resources}.")])
+        raise SpecErrors([("", "The body must be a mapping: an InstanceType, an InstanceTypeList or {name, resources}.")])
     kind = body.get("kind")
     if kind is not None and kind not in ("InstanceType", "InstanceTypeList"):
-        raise ShapeErrors([("kind", f"kind must be InstanceType or InstanceTypeList, not {kind!r}.")])
+        raise SpecErrors([("kind", f"kind must be InstanceType or InstanceTypeList, not {kind!r}.")])
     if "apiVersion" in body and body["apiVersion"] != INSTANCE_TYPE_API_VERSION:
-        raise ShapeErrors([("apiVersion", f"apiVersion must be {INSTANCE_TYPE_API_VERSION}.")])
+        raise SpecErrors([("apiVersion", f"apiVersion must be {INSTANCE_TYPE_API_VERSION}.")])
     if kind == "InstanceTypeList" or "items" in body:
         items = body.get("items")
         if not isinstance(items, list) or not items:
-            raise ShapeErrors([("items", "An InstanceTypeList needs a non-empty list of items.")])
+            raise SpecErrors([("items", "An InstanceTypeList needs a non-empty list of items.")])
         return [(f"items.{index}.", _flat(item, f"items.{index}.")) for index, item in enumerate(items)]
     return [("", _flat(body, ""))]
 
@@ -84,7 +77,7 @@ def documents(body: object) -> list[tuple[str, dict]]:
 def _flat(document: object, prefix: str) -> dict:
     """CR form → flat form, with paths that still name the fields the user wrote."""
     if not isinstance(document, dict):
-        raise ShapeErrors([(prefix.rstrip("."), "Each item must be a mapping with metadata and spec.")])
+        raise SpecErrors([(prefix.rstrip("."), "Each item must be a mapping with metadata and spec.")])
     errors = _item_kind_problems(document, prefix) if prefix else []  # the body's own kind was checked already
     if "metadata" in document or "spec" in document:
         metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
@@ -93,10 +86,10 @@ def _flat(document: object, prefix: str) -> dict:
         errors += [(f"{prefix}{key}", f"{key} must be a mapping.") for key, value in (("metadata", metadata), ("spec", spec))
                    if not isinstance(value, dict)]
         if errors:
-            raise ShapeErrors(errors)
+            raise SpecErrors(errors)
         return {"name": metadata.get("name"), **spec, "_paths": {"name": f"{prefix}metadata.name", "": f"{prefix}spec."}}
     if errors:
-        raise ShapeErrors(errors)
+        raise SpecErrors(errors)
     return {**document, "_paths": {"name": f"{prefix}name", "": prefix}}
 
 
@@ -111,7 +104,7 @@ def _item_kind_problems(item: dict, prefix: str) -> list[tuple[str, str]]:
 
 
 def shape_from(document: dict, extension_selector: dict[str, str] | None = None) -> Shape:
-    """Validate one flat document against every seed rule; raise ShapeErrors listing all problems."""
+    """Validate one flat document against every seed rule; raise SpecErrors listing all problems."""
     paths = document.get("_paths", {"name": "name", "": ""})
     base = paths[""]
     errors: list[tuple[str, str]] = []
@@ -121,7 +114,7 @@ def shape_from(document: dict, extension_selector: dict[str, str] | None = None)
     selector = _selector(document.get("nodeSelector"), f"{base}nodeSelector", extension_selector or {}, errors)
     requests, limits, gpu = _resources(document.get("resources"), f"{base}resources", errors)
     if errors:
-        raise ShapeErrors(errors)
+        raise SpecErrors(errors)
     return Shape(name, selector, requests, limits, gpu)
 
 
@@ -209,17 +202,17 @@ def _requests_within_limits(requests: dict, limits: dict, path: str, errors: lis
 
 
 def parse_body(body: object, extension_selector: dict[str, str] | None = None) -> list[Shape]:
-    """All shapes of a body, or ShapeErrors with every problem of every item (all or nothing)."""
+    """All shapes of a body, or SpecErrors with every problem of every item (all or nothing)."""
     shapes, errors = [], []
     for _, document in documents(body):
         try:
             shapes.append(shape_from(document, extension_selector))
-        except ShapeErrors as exc:
+        except SpecErrors as exc:
             errors += exc.errors
     names = [shape.name for shape in shapes]
     errors += [("items", f"'{name}' appears more than once.") for name in sorted({n for n in names if names.count(n) > 1})]
     if errors:
-        raise ShapeErrors(errors)
+        raise SpecErrors(errors)
     return shapes
 
 

@@ -1,6 +1,5 @@
 """Thin Celery tasks: take the row lock, call reconcile, sort errors; the resync safety net."""
-import random
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 
 from celery import shared_task
@@ -9,37 +8,13 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from controlplane.celery import enqueue_on_commit
+from controlplane.reconciling import ProvisioningState, backoff, locked_run
 
-from . import kube, reconcile
-from .choices import ComputeType, ProvisioningState
+from . import reconcile
+from .choices import ComputeType
 from .models import Cluster, ComputeTarget, InstanceType
 
-MAX_BACKOFF = 300
 BATCH = 100  # instance types per batched reconcile task: one status UPDATE each, short enough to retry
-
-
-def backoff(retries: int, retry_after: float | None) -> float:
-    """Exponential backoff with jitter, never shorter than the server's Retry-After."""
-    delay = min(2**retries, MAX_BACKOFF) * random.uniform(0.5, 1.5)
-    return max(delay, retry_after or 0)
-
-
-def locked_run(task, model, pk: int, action, related: tuple[str, ...] = ()):
-    """Run `action(row)` under the row lock (skip if gone or busy); retry transient cluster errors after commit."""
-    failure, row = None, None
-    with transaction.atomic():
-        # `of=self`: related rows come in the same query but stay unlocked (attachments share a cluster).
-        rows = model.objects.select_for_update(skip_locked=True, of=("self",)).select_related(*related)
-        row = rows.filter(pk=pk).first()
-        try:
-            if row is not None:
-                action(row)
-        except kube.KubeTransient as exc:
-            failure = exc  # keep the status already written; retry outside the transaction
-    if failure is not None:
-        raise task.retry(countdown=backoff(task.request.retries, failure.retry_after), exc=failure)
-    return row
 
 
 def locked_batch(task, cluster_id: int, ids: list[int]) -> None:
@@ -107,38 +82,3 @@ def resync() -> int:
     for pk in clusters:
         sync_cluster.delay(pk)
     return len(computes) + len(clusters)
-
-
-def _fresh(heartbeat, seconds: float) -> bool:
-    return heartbeat is not None and heartbeat > timezone.now() - timedelta(seconds=seconds)
-
-
-def looked_after(heartbeat) -> bool:
-    """Whether a look-again chain has touched the record recently (else it died with its worker)."""
-    return _fresh(heartbeat, settings.DOCKYARD_JOB_STALE_SECONDS)
-
-
-def chained_run(task, model, pk: int, tick: bool | str, step, period: float, related: tuple[str, ...] = ()):
-    """Run `step(row)` under the row lock; when it returns a delay, look again then: one chain of looks per record.
-
-    A look of the chain carries the heartbeat it wrote (`tick`) and goes on only while that is still the record's last
-    one: when another look takes over (a resync's, tick=True, once the chain went quiet), the older chain ends at its
-    next look, whatever the timing. A look that finds the row busy comes back instead of ending the chain. Other calls
-    (create, update, cancel, delete) start a chain only when none is alive.
-    """
-    def action(row) -> None:
-        if isinstance(tick, str) and row.heartbeat_at != datetime.fromisoformat(tick):
-            return  # another look took the chain over since this one was asked for
-        if tick is True and _fresh(row.heartbeat_at, period / 2):
-            return  # the chain looked a moment ago
-        delay = step(row)
-        if row.pk is None or delay is None or not (tick or not looked_after(row.heartbeat_at)):
-            return
-        beat = timezone.now()
-        model.objects.filter(pk=row.pk).update(heartbeat_at=beat)
-        enqueue_on_commit(task, row.pk, tick=beat.isoformat(), countdown=delay)
-
-    row = locked_run(task, model, pk, action, related=related)
-    if row is None and isinstance(tick, str) and model.objects.filter(pk=pk).exists():
-        task.apply_async((pk,), {"tick": tick}, countdown=period / 2)  # busy (a cancel, a delete): look again soon
-    return row

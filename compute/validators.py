@@ -8,10 +8,9 @@ from croniter import croniter
 from django.core.exceptions import ValidationError
 from tzlocal.windows_tz import win_tz
 
+from controlplane import addresses
 from controlplane.kube import names
 from controlplane.parsers import load_yaml
-
-from . import addresses
 
 ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
 USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")

@@ -219,7 +219,7 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "ENUM_NAME_OVERRIDES": {
         "RoleEnum": "workspaces.choices.Role",
-        "ProvisioningStateEnum": "compute.choices.ProvisioningState",
+        "ProvisioningStateEnum": "controlplane.reconciling.ProvisioningState",
     },
 }
 

@@ -1,4 +1,5 @@
-"""Length limits every spec parser applies, as (field path, message) rows (pure: no Django).
+"""What every spec parser shares: errors that name their field, string maps, unknown and refused fields, counts,
+length limits, and Azure ML's enum casing — problems as (field path, message) rows (pure: no Django).
 
 Free text is stored as given and shown in lists, so each field has a bound: without one, a 2 MB description made every
 list that shows it that much slower. The request parsers bound bodies and single strings; these bound what is kept.
@@ -6,6 +7,7 @@ list that shows it that much slower. The request parsers bound bodies and single
 import json
 import re
 from collections.abc import Iterable
+from datetime import date, datetime
 
 MAX_NAME_TEXT = 255  # display_name, experiment_name
 MAX_DESCRIPTION = 5000
@@ -106,3 +108,66 @@ def _comma_separated(value: object, choices: tuple[str, ...]) -> str | None:
         return None
     joined = ",".join(camel_to_snake(part.strip()) for part in value.split(","))
     return joined if joined in choices else None
+
+
+class SpecErrors(Exception):
+    """Problems found in a body: [(field path, message)]."""
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        super().__init__(errors[0][1] if errors else "invalid body")
+        self.errors = errors
+
+
+def unknown_fields(body: dict, known: Iterable, errors: list, message: str, prefix: str = "", refused: dict | None = None) -> None:
+    """Each field of `body` not in `known`, by name: `refused`'s reason for it, else `message` (formatted with {key})."""
+    for key in sorted(set(body) - set(known), key=str):
+        errors.append((f"{prefix}{key}", (refused or {}).get(key) or message.format(key=key)))
+
+
+def refused_fields(body: dict, refused: dict, errors: list, prefix: str = "") -> None:
+    """Each field of `body` that Dockyard refuses on purpose, with the reason."""
+    for key in sorted(set(body) & set(refused), key=str):
+        errors.append((f"{prefix}{key}", refused[key]))
+
+
+def scalar_text(value: object) -> str | None:
+    """A YAML scalar as the text the user wrote (None for anything else)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (date, datetime)):  # YAML reads `2026-01-31` as a date: the user meant the text
+        return value.isoformat()
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
+def string_map(value: object, path: str, errors: list, key_rule: re.Pattern | None = None, key_hint: str = "") -> dict[str, str]:
+    """A mapping of names to scalar values, kept as text; `key_hint` says what a name may be."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append((path, f"{path} must be a mapping of names to values."))
+        return {}
+    result = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or (key_rule and not key_rule.match(key)):
+            errors.append((f"{path}.{key}", f"'{key}' is not a valid name here{key_hint}."))
+            continue
+        text = scalar_text(item)
+        if text is None:
+            errors.append((f"{path}.{key}", "The value must be a string, a number or a boolean."))
+            continue
+        result[key] = text
+    return result
+
+
+def positive_int(value: object, path: str, errors: list, default: int | None = None, minimum: int = 1,
+                 maximum: int | None = None) -> int | None:
+    """A whole number of at least `minimum` (and at most `maximum`), or `default` when absent or wrong."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum is not None and value > maximum):
+        message = f"an integer of at least {minimum}" if maximum is None else f"a whole number from {minimum} to {maximum}"
+        errors.append((path, f"{path} must be {message}."))
+        return default
+    return value

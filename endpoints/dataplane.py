@@ -9,10 +9,10 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from compute import kube
 from compute.reconcile.computes import connection_for
 from compute.runners import local as runner
 from compute.runners import unix_http
+from controlplane.kube import client as kube
 
 from .manifests import CONTAINER, deployment_object_name
 from .models import OnlineDeployment, OnlineEndpoint

@@ -1,5 +1,5 @@
 """Deployments and endpoints → apps/v1 Deployment, Service, HPA and Gateway API HTTPRoute as plain dicts (pure)."""
-from compute.manifests import labels, object_name
+from controlplane.kube.objects import labels, object_name
 
 SERVER_PORT = 5001  # azureml-inference-server-http's default port
 CONTAINER = "inference-server"

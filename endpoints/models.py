@@ -4,7 +4,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
-from compute.models import ComputeTarget, Reconciled
+from compute.models import ComputeTarget
+from controlplane.reconciling import Reconciled
 from workspaces.models import Workspace
 
 

@@ -4,8 +4,8 @@ import json
 from django.db import connections, router
 from django.db.models import Prefetch, QuerySet
 
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
+from controlplane.reconciling import ProvisioningState
 from workspaces.models import Workspace
 
 from .models import OnlineDeployment, OnlineEndpoint

@@ -5,12 +5,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from compute import capabilities, shapes
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.runners import sandbox
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from controlplane.reconciling import ProvisioningState
+from controlplane.specs import SpecErrors
 from workspaces import access
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
@@ -18,7 +20,7 @@ from workspaces.models import Workspace
 
 from . import keys
 from .models import OnlineDeployment, OnlineEndpoint
-from .spec import SpecErrors, check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
+from .spec import check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
 
 ENDPOINT_EDITABLE = ("description", "tags", "auth_mode", "traffic", "mirror_traffic")
 DEPLOYMENT_FIXED = ("name", "endpoint_name")

@@ -14,9 +14,17 @@ import math
 import re
 from pathlib import PurePosixPath
 
-from compute import quantities
-from compute.manifests import GPU
-from controlplane.specs import camel_to_snake, limit_errors
+from controlplane.kube import quantities
+from controlplane.kube.objects import GPU
+from controlplane.specs import (
+    SpecErrors,
+    camel_to_snake,
+    limit_errors,
+    positive_int,
+    refused_fields,
+    string_map,
+    unknown_fields,
+)
 
 ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
@@ -104,47 +112,10 @@ def enum_value(value: object, allowed: tuple[str, ...], path: str, errors: list,
     return None
 
 
-def _refused(body: dict, refused: dict, errors: list, prefix: str = "") -> None:
-    for key in sorted(set(body) & set(refused), key=str):
-        errors.append((f"{prefix}{key}", refused[key]))
-
-
-class SpecErrors(Exception):
-    """Problems found in a body: [(field path, message)]."""
-
-    def __init__(self, errors: list[tuple[str, str]]):
-        super().__init__(errors[0][1] if errors else "invalid body")
-        self.errors = errors
-
-
 def _mapping(body: object, what: str) -> dict:
     if not isinstance(body, dict):
         raise SpecErrors([("", f"The body must be a mapping of {what} fields (Azure ML YAML).")])
     return body
-
-
-def _unknown(body: dict, known: set, errors: list, what: str) -> None:
-    for key in sorted(set(body) - known, key=str):
-        errors.append((str(key), f"'{key}' is not {what} field."))
-
-
-def _string_map(value: object, path: str, errors: list, key_rule: re.Pattern | None = None) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        errors.append((path, f"{path} must be a mapping of names to values."))
-        return {}
-    result = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or (key_rule and not key_rule.match(key)):
-            errors.append((f"{path}.{key}", f"'{key}' is not a valid name here."))
-        elif isinstance(item, bool):
-            result[key] = "true" if item else "false"
-        elif isinstance(item, (str, int, float)):
-            result[key] = str(item)
-        else:
-            errors.append((f"{path}.{key}", "The value must be a string, a number or a boolean."))
-    return result
 
 
 def _name(value: object, rule: re.Pattern, what: str, errors: list) -> str:
@@ -168,12 +139,12 @@ def parse_endpoint(body: object) -> dict:
     """Validate an endpoint body (traffic is checked against the deployments by `check_traffic`)."""
     body = _mapping(body, "online endpoint")
     errors: list = []
-    _refused(body, ENDPOINT_REFUSED, errors)
-    _unknown(body, ENDPOINT_FIELDS | ENDPOINT_READ_ONLY | set(ENDPOINT_REFUSED), errors, "an online endpoint")
+    refused_fields(body, ENDPOINT_REFUSED, errors)
+    unknown_fields(body, ENDPOINT_FIELDS | ENDPOINT_READ_ONLY | set(ENDPOINT_REFUSED), errors, "'{key}' is not an online endpoint field.")
     spec = {
         "name": _name(body.get("name"), ENDPOINT_NAME, "endpoint", errors),
         "description": body.get("description") or "",
-        "tags": _string_map(body.get("tags"), "tags", errors),
+        "tags": string_map(body.get("tags"), "tags", errors),
         "auth_mode": enum_value(body.get("auth_mode", "key"), AUTH_MODES, "auth_mode", errors,
                                 hint=" (aad_token needs Microsoft Entra ID)"),
         "compute": compute_reference(body.get("compute"), errors),
@@ -225,27 +196,17 @@ def check_traffic(traffic: dict[str, int], mirror: dict[str, int], deployments: 
     return errors
 
 
-def _positive_int(value: object, path: str, errors: list, default: int, minimum: int = 1) -> int:
-    if value is None:
-        return default
-    # at most Kubernetes' int32 (replicas, probe seconds), which is also the database column's range
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= INT32_MAX:
-        errors.append((path, f"{path} must be a whole number from {minimum} to {INT32_MAX}."))
-        return default
-    return value
-
-
 def _settings(value: object, path: str, defaults: dict, errors: list, minimums: dict | None = None) -> dict:
     if value is None:
         return dict(defaults)
     if not isinstance(value, dict):
         errors.append((path, f"{path} must be a mapping ({', '.join(defaults)})."))
         return dict(defaults)
-    for key in sorted(set(value) - set(defaults) - {"type"}, key=str):
-        reason = DEPLOYMENT_REFUSED.get(f"{path}.{key}") or f"'{key}' is not a field of {path} ({', '.join(defaults)})."
-        errors.append((f"{path}.{key}", reason))
+    refused = {key.removeprefix(f"{path}."): reason for key, reason in DEPLOYMENT_REFUSED.items() if key.startswith(f"{path}.")}
+    unknown_fields(value, {*defaults, "type"}, errors, f"'{{key}}' is not a field of {path} ({', '.join(defaults)}).", f"{path}.",
+                   refused)
     minimums = minimums or {}
-    return {key: _positive_int(value.get(key), f"{path}.{key}", errors, default, minimums.get(key, 1)) for key, default in defaults.items()}
+    return {key: positive_int(value.get(key), f"{path}.{key}", errors, default, minimums.get(key, 1), INT32_MAX) for key, default in defaults.items()}
 
 
 def _probe(value: object, path: str, errors: list) -> dict:
@@ -319,10 +280,10 @@ def _environment(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("environment", "environment is a mapping with image (and for local deployments, venv)."))
         return {}
-    _refused(value, {key.removeprefix("environment."): reason for key, reason in DEPLOYMENT_REFUSED.items()
+    refused_fields(value, {key.removeprefix("environment."): reason for key, reason in DEPLOYMENT_REFUSED.items()
                      if key.startswith("environment.")}, errors, "environment.")
-    for key in sorted(set(value) - ENVIRONMENT_FIELDS - {"inference_config"}, key=str):
-        errors.append((f"environment.{key}", f"'{key}' is not an environment field here."))
+    unknown_fields(value, ENVIRONMENT_FIELDS | {"inference_config"}, errors, "'{key}' is not an environment field here.",
+                   "environment.")
     return dict(value)
 
 
@@ -330,8 +291,9 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
     """Validate a deployment body's own fields; resources are checked against the instance type by `resolve_resources`."""
     body = _mapping(body, "online deployment")
     errors: list = []
-    _refused(body, DEPLOYMENT_REFUSED, errors)
-    _unknown(body, DEPLOYMENT_FIELDS | DEPLOYMENT_READ_ONLY | set(DEPLOYMENT_REFUSED), errors, "an online deployment")
+    refused_fields(body, DEPLOYMENT_REFUSED, errors)
+    unknown_fields(body, DEPLOYMENT_FIELDS | DEPLOYMENT_READ_ONLY | set(DEPLOYMENT_REFUSED), errors,
+                   "'{key}' is not an online deployment field.")
     if body.get("endpoint_name", endpoint_name) != endpoint_name:
         errors.append(("endpoint_name", f"This deployment is posted to endpoint '{endpoint_name}', not '{body['endpoint_name']}'."))
     model = _model(body.get("model"), errors)
@@ -342,13 +304,13 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
         "name": _name(body.get("name"), DEPLOYMENT_NAME, "deployment", errors),
         "endpoint_name": endpoint_name,
         "description": body.get("description") or "",
-        "tags": _string_map(body.get("tags"), "tags", errors),
+        "tags": string_map(body.get("tags"), "tags", errors),
         "model": model,
         "code_configuration": _code(body.get("code_configuration"), model, errors),
         "environment": _environment(body.get("environment"), errors),
-        "environment_variables": _string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME),
+        "environment_variables": string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME),
         "instance_type": instance_type or None,
-        "instance_count": _positive_int(body.get("instance_count"), "instance_count", errors, 1),
+        "instance_count": positive_int(body.get("instance_count"), "instance_count", errors, 1, maximum=INT32_MAX),
         "resources": body.get("resources"),
         "liveness_probe": _probe(body.get("liveness_probe"), "liveness_probe", errors),
         "readiness_probe": _probe(body.get("readiness_probe"), "readiness_probe", errors),
@@ -412,10 +374,9 @@ def resolve_resources(resources: object, shape, mlflow: bool) -> tuple[dict, lis
     if limits is not None and not isinstance(limits, dict):
         return {}, errors + [("resources.limits", "resources.limits must be a mapping of cpu, memory and nvidia.com/gpu.")]
     limits = limits or {}
-    for key in sorted(set(requests) - {"cpu", "memory", GPU}, key=str):
-        errors.append((f"resources.requests.{key}", f"'{key}' is not a resource here (cpu, memory)."))
-    for key in sorted(set(limits) - {"cpu", "memory", GPU}, key=str):
-        errors.append((f"resources.limits.{key}", f"'{key}' is not a resource here (cpu, memory, nvidia.com/gpu)."))
+    unknown_fields(requests, {"cpu", "memory", GPU}, errors, "'{key}' is not a resource here (cpu, memory).", "resources.requests.")
+    unknown_fields(limits, {"cpu", "memory", GPU}, errors, "'{key}' is not a resource here (cpu, memory, nvidia.com/gpu).",
+                   "resources.limits.")
     if GPU in requests:
         errors.append((f"resources.requests.{GPU}", "GPUs are given under limits only (Kubernetes copies them to requests)."))
     cpu_request = _quantity(requests, "cpu", "resources.requests.cpu", errors, "cpu")

@@ -6,8 +6,7 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compute.choices import ProvisioningState
-from compute.tasks import chained_run, locked_run
+from controlplane.reconciling import ProvisioningState, chained_run, locked_run
 
 from . import reconcile
 from .models import OnlineDeployment, OnlineEndpoint

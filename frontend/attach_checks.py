@@ -6,8 +6,8 @@ module turns that back into one line per check: passed, failed (with the server'
 """
 from dataclasses import dataclass
 
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
+from controlplane.reconciling import ProvisioningState
 
 CRD_NAME = "instancetypes.amlarc.azureml.com"
 RUNNING_STATES = (ProvisioningState.CREATING, ProvisioningState.UPDATING)

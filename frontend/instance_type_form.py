@@ -8,7 +8,8 @@ import difflib
 
 import yaml
 
-from compute.manifests import GPU, INSTANCE_TYPE_API_VERSION
+from compute.manifests import INSTANCE_TYPE_API_VERSION
+from controlplane.kube.objects import GPU
 from controlplane.parsers import load_yaml_documents
 
 from .compute_form import BoundField, Field, parse_pairs

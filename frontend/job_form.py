@@ -9,9 +9,10 @@ from dataclasses import replace
 
 import yaml
 
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.selectors import compute_list, instance_type_list
 from controlplane.parsers import load_yaml_documents
+from controlplane.reconciling import ProvisioningState
 from workspaces.access import local_compute_allowed
 
 from .compute_form import BoundField, Field, parse_pairs

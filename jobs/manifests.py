@@ -1,5 +1,5 @@
 """Job records → batch/v1 Job (+ headless Service for distributed jobs) as plain dicts (pure)."""
-from compute.manifests import GPU, labels, object_name
+from controlplane.kube.objects import GPU, labels, object_name
 
 from .spec import render_command, shm_quantity
 

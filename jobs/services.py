@@ -5,12 +5,14 @@ from pathlib import Path
 from django.db import transaction
 
 from compute import capabilities
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.runners import sandbox
 from compute.selectors import instance_type_get, instance_type_list
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from controlplane.reconciling import ProvisioningState
+from controlplane.specs import SpecErrors
 from workspaces import access
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
@@ -18,7 +20,7 @@ from workspaces.models import Workspace
 
 from .choices import CANCELABLE, JobStatus, Target
 from .models import Job, JobEvent
-from .spec import DEFAULT_SHM, SpecErrors, parse_job
+from .spec import DEFAULT_SHM, parse_job
 
 EDITABLE = ("display_name", "description", "tags")
 ADJECTIVES = "amber brave calm eager fair gentle honest jolly keen lively mellow nimble proud quiet rapid shy tidy vivid witty zesty".split()

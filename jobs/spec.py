@@ -7,9 +7,17 @@ in their canonical spelling.
 """
 import math
 import re
-from datetime import date, datetime
+from datetime import date
 
-from controlplane.specs import canonical_enum, limit_errors
+from controlplane.specs import (
+    SpecErrors,
+    canonical_enum,
+    limit_errors,
+    positive_int,
+    scalar_text,
+    string_map,
+    unknown_fields,
+)
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -18,6 +26,7 @@ REFERENCE = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 DEFAULT_SHM = "2g"
 DEFAULT_EXPERIMENT = "Default"
 MAX_INSTANCES = 100000
+NAME_HINT = " (letters, digits and '_', not starting with a digit)"
 
 TOP_LEVEL = {
     "$schema", "type", "name", "display_name", "experiment_name", "description", "tags", "command", "code",
@@ -95,14 +104,6 @@ STORED_ONLY: dict[str, str] = {
 }
 
 
-class SpecErrors(Exception):
-    """Problems found in a job body: [(field path, message)]."""
-
-    def __init__(self, errors: list[tuple[str, str]]):
-        super().__init__(errors[0][1] if errors else "invalid job")
-        self.errors = errors
-
-
 def parse_job(body: object) -> dict:
     """Validate a command-job body; returns the normalised spec (defaults filled in) or raises SpecErrors."""
     if not isinstance(body, dict):
@@ -122,11 +123,11 @@ def parse_job(body: object) -> dict:
     for key in ("display_name", "description"):
         spec[key] = _text(body.get(key), key, errors)
     spec["experiment_name"] = _text(body.get("experiment_name"), "experiment_name", errors) or DEFAULT_EXPERIMENT
-    spec["tags"] = _string_map(body.get("tags"), "tags", errors, key_rule=None)
+    spec["tags"] = string_map(body.get("tags"), "tags", errors, key_hint=NAME_HINT)
     spec["command"] = _command(body.get("command"), errors)
     spec["compute"] = _compute(body.get("compute"), errors)
     spec["environment"] = _environment(body.get("environment"), errors)
-    spec["environment_variables"] = _string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME)
+    spec["environment_variables"] = string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME, NAME_HINT)
     spec["resources"] = _resources(body.get("resources"), errors)
     spec["distribution"] = _distribution(body.get("distribution"), spec["resources"].get("instance_count", 1), errors)
     spec["limits"] = _limits(body.get("limits"), errors)
@@ -209,35 +210,6 @@ def _text(value: object, path: str, errors: list) -> str:
     return value
 
 
-def _scalar_text(value: object) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (date, datetime)):  # YAML reads `2026-01-31` as a date: the user meant the text
-        return value.isoformat()
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    return None
-
-
-def _string_map(value: object, path: str, errors: list, key_rule: re.Pattern | None) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        errors.append((path, f"{path} must be a mapping of names to values."))
-        return {}
-    result = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or (key_rule and not key_rule.match(key)):
-            errors.append((f"{path}.{key}", f"'{key}' is not a valid name here (letters, digits and '_', not starting with a digit)."))
-            continue
-        text = _scalar_text(item)
-        if text is None:
-            errors.append((f"{path}.{key}", "The value must be a string, a number or a boolean."))
-            continue
-        result[key] = text
-    return result
-
-
 def _command(value: object, errors: list) -> str | None:
     if not isinstance(value, str) or not value.strip():
         errors.append(("command", "command is required: the shell command the job runs."))
@@ -269,9 +241,8 @@ def _environment(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("environment", "environment must be a mapping with `image` (or, for local jobs, `venv`)."))
         return {}
-    for key in sorted(set(value) - ENVIRONMENT_FIELDS, key=str):
-        reason = REFUSED_ENVIRONMENT.get(key, f"'{key}' is not an environment field here (use image, or venv for local jobs).")
-        errors.append((f"environment.{key}", reason))
+    unknown_fields(value, ENVIRONMENT_FIELDS, errors, "'{key}' is not an environment field here (use image, or venv for local "
+                   "jobs).", "environment.", REFUSED_ENVIRONMENT)
     for key in ("image", "venv"):
         if key in value and (not isinstance(value[key], str) or not value[key].strip()):
             errors.append((f"environment.{key}", f"environment.{key} must be a non-empty string."))
@@ -280,29 +251,19 @@ def _environment(value: object, errors: list) -> dict:
     return dict(value)
 
 
-def _positive_int(value: object, path: str, errors: list, default: int | None = None, minimum: int = 1) -> int | None:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        errors.append((path, f"{path} must be an integer of at least {minimum}."))
-        return default
-    return value
-
-
 def _resources(value: object, errors: list) -> dict:
     if value is None:
         value = {}
     if not isinstance(value, dict):
         errors.append(("resources", "resources must be a mapping (instance_type, instance_count, shm_size)."))
         return {"instance_count": 1, "shm_size": DEFAULT_SHM}
-    for key in sorted(set(value) - RESOURCE_FIELDS, key=str):
-        reason = REFUSED_RESOURCES.get(key, f"'{key}' is not a resources field (instance_type, instance_count, shm_size).")
-        errors.append((f"resources.{key}", reason))
+    unknown_fields(value, RESOURCE_FIELDS, errors, "'{key}' is not a resources field (instance_type, instance_count, "
+                   "shm_size).", "resources.", REFUSED_RESOURCES)
     result = dict(value)
     instance_type = value.get("instance_type")
     if instance_type is not None and (not isinstance(instance_type, str) or not instance_type.strip()):
         errors.append(("resources.instance_type", "resources.instance_type must be an instance type's name."))
-    result["instance_count"] = _positive_int(value.get("instance_count"), "resources.instance_count", errors, 1)
+    result["instance_count"] = positive_int(value.get("instance_count"), "resources.instance_count", errors, 1)
     if result["instance_count"] > MAX_INSTANCES:  # an Indexed Job's limit on a real API server
         errors.append(("resources.instance_count", f"instance_count can be at most {MAX_INSTANCES}."))
     shm = value.get("shm_size", DEFAULT_SHM)
@@ -320,19 +281,19 @@ def _distribution(value: object, instance_count: int, errors: list) -> dict:
         given = value.get("type") if isinstance(value, dict) else None
         errors.append(("distribution.type", f"distribution.type must be pytorch, mpi or tensorflow (not {given!r})."))
         return {}
-    for key in sorted(set(value) - DISTRIBUTIONS[kind] - {"type"}, key=str):
-        errors.append((f"distribution.{key}", f"'{key}' is not a field of a {kind} distribution."))
+    unknown_fields(value, DISTRIBUTIONS[kind] | {"type"}, errors, f"'{{key}}' is not a field of a {kind} distribution.",
+                   "distribution.")
     result = {"type": kind}
     if kind in ("pytorch", "mpi"):
         path = "distribution.process_count_per_instance"
-        result["process_count_per_instance"] = _positive_int(value.get("process_count_per_instance"), path, errors, 1)
+        result["process_count_per_instance"] = positive_int(value.get("process_count_per_instance"), path, errors, 1)
         if kind == "mpi" and (result["process_count_per_instance"] or 1) > 1:
             errors.append((path, "Dockyard starts one process per instance and no MPI launcher (mpirun) for it: use "
                                  "process_count_per_instance 1 and start the ranks in the command, or use pytorch "
                                  "(torchrun reads the process count)."))
     else:
-        result["worker_count"] = _positive_int(value.get("worker_count"), "distribution.worker_count", errors, instance_count)
-        result["parameter_server_count"] = _positive_int(
+        result["worker_count"] = positive_int(value.get("worker_count"), "distribution.worker_count", errors, instance_count)
+        result["parameter_server_count"] = positive_int(
             value.get("parameter_server_count"), "distribution.parameter_server_count", errors, 0, minimum=0)
     return result
 
@@ -343,9 +304,8 @@ def _limits(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("limits", "limits must be a mapping with `timeout` (seconds)."))
         return {}
-    for key in sorted(set(value) - LIMITS_FIELDS, key=str):
-        errors.append((f"limits.{key}", f"'{key}' is not a limits field (timeout)."))
-    timeout = _positive_int(value.get("timeout"), "limits.timeout", errors)
+    unknown_fields(value, LIMITS_FIELDS, errors, "'{key}' is not a limits field (timeout).", "limits.")
+    timeout = positive_int(value.get("timeout"), "limits.timeout", errors)
     return {"timeout": timeout} if timeout else {}
 
 
@@ -360,7 +320,7 @@ def _inputs(value: object, errors: list) -> dict:
         path = f"inputs.{key}"
         if not isinstance(key, str) or not ENV_NAME.match(key):
             errors.append((path, f"'{key}' is not a valid input name."))
-        elif _scalar_text(item) is not None:
+        elif scalar_text(item) is not None:
             result[key] = item
         elif isinstance(item, dict):
             normalised = _input(item, path, errors)
@@ -374,9 +334,9 @@ def _inputs(value: object, errors: list) -> dict:
 
 def _input(item: dict, path: str, errors: list) -> dict | None:
     """One input mapping with its type and mode in canonical spelling; a data input without `type` is a uri_folder."""
-    unknown = sorted(set(item) - INPUT_FIELDS, key=str)
-    for key in unknown:
-        errors.append((f"{path}.{key}", f"'{key}' is not an input field here ({', '.join(sorted(INPUT_FIELDS))})."))
+    unknown = set(item) - INPUT_FIELDS
+    unknown_fields(item, INPUT_FIELDS, errors, f"'{{key}}' is not an input field here ({', '.join(sorted(INPUT_FIELDS))}).",
+                   f"{path}.")
     result = dict(item)
     if "type" in item:
         kind = canonical_enum(item["type"], DATA_INPUT_TYPES | LITERAL_INPUT_TYPES)
@@ -406,7 +366,7 @@ def _input_value(item: dict) -> str | None:
     if kind in DATA_INPUT_TYPES:
         return item["path"] if isinstance(item.get("path"), str) and item["path"] else None
     if kind in LITERAL_INPUT_TYPES or kind is None:
-        return _scalar_text(item.get("default", item.get("value")))
+        return scalar_text(item.get("default", item.get("value")))
     return None
 
 
@@ -470,7 +430,7 @@ def _check_references(spec: dict, errors: list) -> None:
 
 def input_text(value: object) -> str:
     """What `${{inputs.x}}` becomes for one input."""
-    return _scalar_text(value) if not isinstance(value, dict) else _input_value(value) or ""
+    return scalar_text(value) if not isinstance(value, dict) else _input_value(value) or ""
 
 
 def render_command(spec: dict, outputs_dir: str = "outputs") -> str:

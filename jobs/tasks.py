@@ -7,9 +7,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compute import kube
-from compute.tasks import backoff, chained_run
 from controlplane.celery import enqueue_on_commit
+from controlplane.kube import client as kube
+from controlplane.reconciling import backoff, chained_run, fresh
 
 from . import reconcile
 from .choices import ACTIVE, JobStatus, Target
@@ -22,13 +22,9 @@ def _stale(heartbeat) -> bool:
     return heartbeat is None or heartbeat < timezone.now() - timedelta(seconds=settings.DOCKYARD_JOB_STALE_SECONDS)
 
 
-def _fresh(heartbeat, seconds: float) -> bool:
-    return heartbeat is not None and heartbeat > timezone.now() - timedelta(seconds=seconds)
-
-
 @shared_task(bind=True, acks_late=True, max_retries=10)
 def reconcile_job(self, job_id: int, tick: bool | str = False) -> None:
-    """Reconcile one job; a running local job is followed by a chain of looks (compute.tasks.chained_run)."""
+    """Reconcile one job; a running local job is followed by a chain of looks (controlplane.reconciling.chained_run)."""
     job = chained_run(self, Job, job_id, tick, reconcile.reconcile_job, reconcile.LOOK_EVERY,
                       related=("workspace", "compute", "compute__cluster"))
     if job is not None and job.pk and job.target != Target.LOCAL and job.runner.get("submitted") and job.status in ACTIVE:
@@ -58,7 +54,7 @@ def observe_jobs(self, compute_id: int, tick: bool = False) -> None:
     JobSync.objects.get_or_create(compute_id=compute_id)
     with transaction.atomic():
         sync = JobSync.objects.select_for_update(skip_locked=True).filter(compute_id=compute_id).first()
-        if sync is None or (_fresh(sync.heartbeat_at, OBSERVE_EVERY / 2) if tick else not _stale(sync.heartbeat_at)):
+        if sync is None or (fresh(sync.heartbeat_at, OBSERVE_EVERY / 2) if tick else not _stale(sync.heartbeat_at)):
             return  # another loop holds it or has just looked
         sync.heartbeat_at = timezone.now()
         sync.save(update_fields=["heartbeat_at"])

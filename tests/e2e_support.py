@@ -5,11 +5,11 @@ import time
 from celery.contrib.testing.worker import start_worker
 from django.core.cache import cache
 
-from compute import kube
-from compute.choices import ProvisioningState
 from compute.manifests import INSTANCE_TYPE_API_VERSION, INSTANCE_TYPE_GROUP
 from compute.models import InstanceType
 from controlplane.celery import app
+from controlplane.kube import client as kube
+from controlplane.reconciling import ProvisioningState
 
 BASE = "/api/v1/workspaces/team-a/computes"
 

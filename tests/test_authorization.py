@@ -165,8 +165,9 @@ def nina(make_user):
 
 def attached_kubernetes(owner, workspace, fake_kube):
     """Compute `k8s` attached to the fake API server, its checks passed (only a proven attachment changes a cluster)."""
-    from compute import kube, reconcile
+    from compute import reconcile
     from compute.models import ComputeTarget
+    from controlplane.kube import client as kube
 
     kube._clients.clear()
     data = {"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()}

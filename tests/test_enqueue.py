@@ -4,10 +4,10 @@ import logging
 import os
 import socket
 
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
 from compute.tasks import resync
 from controlplane.celery import app
+from controlplane.reconciling import ProvisioningState
 from tests.e2e_support import in_process_worker, wait_for
 
 BASE = "/api/v1/workspaces/team-a/computes"

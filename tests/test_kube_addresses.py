@@ -11,10 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from compute import addresses, kube, reconcile
-from compute.choices import ProvisioningState
+from compute import reconcile
 from compute.models import ComputeTarget
-from compute.reconcile.computes import connection
+from controlplane import addresses
+from controlplane.kube import client as kube
+from controlplane.kube.connection import connection
+from controlplane.reconciling import ProvisioningState
 from tests.e2e_support import BASE, fresh_client_state, in_process_worker, wait_for
 from tests.fake_kube import tls
 from tests.support import assert_error

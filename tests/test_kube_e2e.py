@@ -9,9 +9,10 @@ import pytest
 from kubernetes import client
 
 from compute import reconcile
-from compute.manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, INSTANCE_TYPE_VERSION, MANAGED_BY
+from compute.manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, INSTANCE_TYPE_VERSION
 from compute.models import Cluster, InstanceType
 from compute.tasks import resync
+from controlplane.kube.objects import MANAGED_BY
 from tests.e2e_support import (
     BASE,
     attach,

@@ -1,4 +1,4 @@
-"""compute.kube sorts what the API server answers into transient and rejected (DESIGN §1), against the fake.
+"""controlplane.kube.client sorts what the API server answers into transient and rejected (DESIGN §1), against the fake.
 
 kube-apiserver answers two permanent problems of a server-side apply with a 500 without a reason: the object cannot be
 typed (a field of the wrong JSON type in a custom object) or cannot be converted (a quantity that does not parse in a
@@ -6,8 +6,8 @@ built-in kind). Retrying either cannot help: both are rejections, not the transi
 """
 import pytest
 
-from compute import kube
 from compute.manifests import INSTANCE_TYPE_API_VERSION, instance_type_crd
+from controlplane.kube import client as kube
 from tests.e2e_support import fresh_client_state
 
 

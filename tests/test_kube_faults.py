@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from compute import kube
-from compute.choices import ProvisioningState
-from compute.manifests import MANAGED_BY
 from compute.models import Cluster, InstanceType
 from compute.tasks import resync
+from controlplane.kube import client as kube
+from controlplane.kube.objects import MANAGED_BY
+from controlplane.reconciling import ProvisioningState
 from tests.e2e_support import BASE, attach, crs, fresh_client_state, in_process_worker
 
 COUNT = 200

@@ -39,7 +39,7 @@ def importers_of(prefix: str, *folders: str) -> set[str]:
 
 
 def test_only_kube_imports_the_kubernetes_client():
-    assert importers_of("kubernetes", *APPS) <= {"compute/kube.py"}
+    assert importers_of("kubernetes", *APPS) <= {"controlplane/kube/client.py"}
 
 
 def test_kube_names_imports_only_the_standard_library():
@@ -47,13 +47,21 @@ def test_kube_names_imports_only_the_standard_library():
     assert imports_of(ROOT / "controlplane/kube/names.py") == {"re"}
 
 
+def test_kube_knows_kubernetes_not_our_apps():
+    """controlplane.kube takes connection data and plain dicts: it imports no app."""
+    apps = ("workspaces", "compute", "jobs", "endpoints", "frontend", "cli")
+    for path in source_files("controlplane/kube"):
+        assert not {name for name in imports_of(path) if name.split(".")[0] in apps}, path
+
+
 # module -> the files (or folders) that may import it
 ALLOWED_IMPORTERS = {
     # jobs' reconcile borrows the compute connection helpers (see the next test), nothing else of compute's reconcile
     "compute.reconcile": ("compute/tasks.py", "compute/reconcile/", "jobs/reconcile/"),
     "jobs.reconcile": ("jobs/tasks.py", "jobs/reconcile/"),
-    # the tasks modules also catch kube's error classes to retry them
-    "compute.kube": ("compute/reconcile/", "jobs/reconcile/", "compute/tasks.py", "jobs/tasks.py"),
+    # the tasks modules (and the locked run they share) also catch kube's error classes to retry them
+    "controlplane.kube.client": ("compute/reconcile/", "jobs/reconcile/", "compute/tasks.py", "jobs/tasks.py",
+                                 "controlplane/reconciling.py"),
 }
 
 
@@ -70,8 +78,9 @@ def test_jobs_reconcile_takes_only_the_connection_helpers_of_compute_reconcile()
         assert all(name.startswith("compute.reconcile.computes") for name in borrowed), (path, borrowed)
 
 
-PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py", "compute/quantities.py",
-        "jobs/spec.py", "jobs/manifests.py", "jobs/podstatus.py"]
+PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kube/objects.py", "controlplane/kube/quantities.py",
+        "controlplane/kube/pods.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py",
+        "jobs/spec.py", "jobs/manifests.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 
@@ -100,7 +109,7 @@ ENDPOINTS_PURE = ["endpoints/spec.py", "endpoints/manifests.py", "endpoints/keys
 
 
 def imported_names(path: Path) -> set[str]:
-    """What a module takes from others, as full dotted names (`from compute import quantities` → compute.quantities)."""
+    """What a module takes from others, as full dotted names (`from controlplane.kube import quantities` → controlplane.kube.quantities)."""
     return {name for name in imports_of(path) if not any(other.startswith(name + ".") for other in imports_of(path))}
 
 
@@ -126,17 +135,17 @@ def test_nothing_else_calls_endpoint_reconcile():
     assert endpoint_reconcile_importers() <= {"endpoints/tasks.py", "endpoints/dataplane.py"}
 
 
-def test_endpoints_borrow_only_the_connection_and_status_helpers_of_compute_reconcile():
+def test_endpoints_borrow_only_the_connection_helpers_of_compute_reconcile():
     importers = importers_of("compute.reconcile", "endpoints")
     assert {path for path in importers if not path.startswith("endpoints/reconcile/")} <= {"endpoints/dataplane.py"}
     for path in importers:
         borrowed = {name for name in imported_names(ROOT / path) if name.startswith("compute.reconcile.")}
-        assert all(name.startswith(("compute.reconcile.computes", "compute.reconcile.status")) for name in borrowed), (path, borrowed)
+        assert all(name.startswith("compute.reconcile.computes") for name in borrowed), (path, borrowed)
 
 
 def test_only_endpoint_reconcile_and_the_data_plane_call_kube():
     """The data plane is the documented exception: scoring forwards through the cluster API server's service proxy."""
-    outside = {path for path in importers_of("compute.kube", "endpoints") if not path.startswith("endpoints/reconcile/")}
+    outside = {path for path in importers_of("controlplane.kube.client", "endpoints") if not path.startswith("endpoints/reconcile/")}
     assert outside <= {"endpoints/dataplane.py"}, outside
     assert not importers_of("kubernetes", "endpoints")
 

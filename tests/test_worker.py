@@ -4,10 +4,10 @@ import time
 import pytest
 from celery.contrib.testing.worker import start_worker
 
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
 from compute.tasks import resync
 from controlplane.celery import app
+from controlplane.reconciling import ProvisioningState
 
 
 def wait_for(predicate, timeout: float = 20.0):

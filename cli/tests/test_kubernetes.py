@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from cli.tests.support import write_yaml
-from compute import kube, reconcile, tasks
+from compute import reconcile, tasks
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.services import compute_create
+from controlplane.kube import client as kube
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +56,7 @@ class Worker:
 
     @staticmethod
     def _run(model, action, pk) -> None:
-        """`compute.tasks.locked_run` without Celery: the row lock, and a transient error keeps the status written."""
+        """`controlplane.reconciling.locked_run` without Celery: the row lock, and a transient error keeps the status written."""
         from django.db import transaction
 
         with transaction.atomic():

@@ -1,18 +1,16 @@
 """Compute records: attachments of Kubernetes clusters are checked; other types are records only (for now)."""
-import hashlib
 import logging
 import time
-from functools import lru_cache
 
 from django.utils import timezone
 
-from controlplane.parsers import load_yaml
+from controlplane.kube import client as kube
+from controlplane.kube.connection import Connection, connection
+from controlplane.reconciling import ProvisioningState, problem, record_status
 
-from .. import kube
-from ..choices import ComputeType, ProvisioningState
+from ..choices import ComputeType
 from ..manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, instance_type_crd
 from ..models import Cluster, ComputeTarget
-from .status import problem, record_status
 
 logger = logging.getLogger(__name__)
 
@@ -28,18 +26,6 @@ REQUIRED_ACCESS = [
 CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 
 
-@lru_cache(maxsize=64)
-def _parsed(kubeconfig: str) -> dict:
-    # Every reconcile builds a connection; parsing a real kubeconfig (kilobytes of certificates) cost more than the apply.
-    return load_yaml(kubeconfig or "{}") or {}
-
-
-def connection(server: str, kubeconfig: str, context: str | None, in_cluster: bool = False) -> kube.Connection:
-    """A connection keyed by the API server, so rate limits and Retry-After apply per cluster."""
-    version = hashlib.sha256(f"{kubeconfig}\n{context}\n{in_cluster}".encode()).hexdigest()[:16]
-    return kube.Connection(key=server, kubeconfig=_parsed(kubeconfig), context=context, credential_version=version, in_cluster=in_cluster)
-
-
 def _credentials(compute: ComputeTarget) -> dict:
     return {
         "kubeconfig": compute.secrets.get("kubeconfig", ""), "context": compute.properties.get("context"),
@@ -47,7 +33,7 @@ def _credentials(compute: ComputeTarget) -> dict:
     }
 
 
-def connection_for(compute: ComputeTarget) -> kube.Connection:
+def connection_for(compute: ComputeTarget) -> Connection:
     """The attachment's own connection: every call made for it uses its own credentials, never another's."""
     return connection(compute.properties.get("server", ""), **_credentials(compute))
 
@@ -63,7 +49,7 @@ def proven_attachments(cluster: Cluster):
         "-checked_at", "pk")
 
 
-def attachment_connection(cluster: Cluster, prefer: int | None = None) -> kube.Connection | None:
+def attachment_connection(cluster: Cluster, prefer: int | None = None) -> Connection | None:
     """Credentials for cluster-scoped work: those of attachment `prefer` if it passes, else of another that does."""
     attachments = list(proven_attachments(cluster)[:20])
     chosen = next((item for item in attachments if item.pk == prefer), None) or next(iter(attachments), None)
@@ -113,7 +99,7 @@ def check_attachment(compute: ComputeTarget) -> None:
         _unlink(compute)
 
 
-def _version(conn: kube.Connection, compute: ComputeTarget) -> str:
+def _version(conn: Connection, compute: ComputeTarget) -> str:
     answer = kube.request(conn, "GET", "/version")
     if not isinstance(answer, dict) or not isinstance(answer.get("gitVersion"), str):
         raise kube.KubeRejected(_not_kubernetes(compute), 502, "NotKubernetes")
@@ -139,7 +125,7 @@ def _refusal(exc: kube.KubeRejected, compute: ComputeTarget) -> tuple[str, str]:
     """(code, sentence) for a refused check, by class; the server's own words are not repeated."""
     if exc.reason in ("AddressRefused", "NotTLS", "CertificateRejected", "TLSFailure", "NotKubernetes", "InvalidKubeconfig",
                       "AnswerTooLarge"):
-        return exc.reason, str(exc)  # sentences kube.py wrote itself
+        return exc.reason, str(exc)  # sentences controlplane/kube/client.py wrote itself
     if exc.status == 401:
         return "Unauthorized", "The cluster refused the credentials (401)."
     if exc.status == 403:
@@ -147,7 +133,7 @@ def _refusal(exc: kube.KubeRejected, compute: ComputeTarget) -> tuple[str, str]:
     return "NotKubernetes", f"{_not_kubernetes(compute)[:-1]} (it answered HTTP {exc.status})."
 
 
-def _cluster_uid(conn: kube.Connection, errors: list[dict]) -> str | None:
+def _cluster_uid(conn: Connection, errors: list[dict]) -> str | None:
     """The kube-system namespace's uid: what identifies a cluster, whatever URL it is reached at."""
     try:
         namespace = kube.get(conn, "v1", "Namespace", "kube-system")
@@ -170,13 +156,13 @@ def _unlink(compute: ComputeTarget) -> None:
         compute.save(update_fields=["cluster"])
 
 
-def _namespace_problems(conn: kube.Connection, namespace: str) -> list[dict]:
+def _namespace_problems(conn: Connection, namespace: str) -> list[dict]:
     if kube.get(conn, "v1", "Namespace", namespace) is None:
         return [problem("NamespaceNotFound", f"Namespace '{namespace}' does not exist; create it (kubectl create namespace {namespace}).")]
     return []
 
 
-def _access_problems(conn: kube.Connection, namespace: str) -> list[dict]:
+def _access_problems(conn: Connection, namespace: str) -> list[dict]:
     denied = [
         f"{verb} {resource}" for verb, group, resource, namespaced in REQUIRED_ACCESS
         if not kube.can_i(conn, verb, group, resource, namespace if namespaced else None)
@@ -186,7 +172,7 @@ def _access_problems(conn: kube.Connection, namespace: str) -> list[dict]:
     return []
 
 
-def _ensure_crd(conn: kube.Connection, errors: list[dict]) -> bool:
+def _ensure_crd(conn: Connection, errors: list[dict]) -> bool:
     """Install the InstanceType CRD when it is missing and we may; wait until the server serves it."""
     crd = kube.get(conn, "apiextensions.k8s.io/v1", "CustomResourceDefinition", INSTANCE_TYPE_CRD_NAME)
     if crd is None:

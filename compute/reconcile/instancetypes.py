@@ -5,12 +5,15 @@ import logging
 from django.db import connection
 from django.utils import timezone
 
-from .. import kube, shapes
-from ..choices import ProvisioningState
-from ..manifests import INSTANCE_TYPE_API_VERSION, LABEL_PREFIX, MANAGED_BY, MANAGER, instance_type_manifest
+from controlplane.kube import client as kube
+from controlplane.kube.objects import LABEL_PREFIX, MANAGED_BY, MANAGER
+from controlplane.reconciling import ProvisioningState, problem, set_status
+from controlplane.specs import SpecErrors
+
+from .. import shapes
+from ..manifests import INSTANCE_TYPE_API_VERSION, instance_type_manifest
 from ..models import Cluster, InstanceType
 from .computes import attachment_connection
-from .status import problem, set_status
 
 logger = logging.getLogger(__name__)
 DELETED = "deleted"  # what `_reconcile_one` answers instead of the changed fields when the row is to go
@@ -164,7 +167,7 @@ def _spec_fields(cr: dict) -> dict:
     errors = []
     try:
         shapes.parse_body(cr)
-    except shapes.ShapeErrors as exc:
+    except SpecErrors as exc:
         errors = [problem("InvalidInstanceType", f"{path}: {message}") for path, message in exc.errors]
     return {
         "node_selector": spec.get("nodeSelector") or {}, "requests": resources.get("requests") or {},

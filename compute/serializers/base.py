@@ -5,11 +5,11 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from controlplane.reconciling import ProvisioningState
 from controlplane.specs import enum_choice
 from workspaces.serializers import validate_tags
 
 from ..capabilities import RECORD_ONLY
-from ..choices import ProvisioningState
 from ..models import ComputeTarget, validate_compute_name
 
 # Fields of Azure ML's YAML that Dockyard keeps as given without acting on them, so files load unchanged.

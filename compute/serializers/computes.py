@@ -5,9 +5,10 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
+from controlplane import addresses
 from controlplane.specs import enum_choice
 
-from .. import addresses, validators, vmsizes
+from .. import validators, vmsizes
 from ..choices import ComputeType, Tier
 from .base import IGNORED, KEPT_AS_GIVEN, ComputeSerializer, EnumField, StrictSerializer, django_rule, secret_field
 

@@ -1,7 +1,7 @@
 """Instance types and nodes as the API lists them for one attachment."""
 from rest_framework import serializers
 
-from ..choices import ProvisioningState
+from controlplane.reconciling import ProvisioningState
 
 
 class InstanceTypeStatusSerializer(serializers.Serializer):

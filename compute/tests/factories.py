@@ -2,9 +2,10 @@
 import factory
 import yaml
 
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.services import compute_create
+from controlplane.reconciling import ProvisioningState
 from workspaces.tests.factories import WorkspaceFactory
 
 PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"

@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
 from compute.tests.factories import PRIVATE_KEY, STORED_PROPERTIES, VALID_BODIES, body, create_compute, kubeconfig
+from controlplane.reconciling import ProvisioningState
 from tests.support import assert_error
 from workspaces.models import AuditEvent
 

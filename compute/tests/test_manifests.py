@@ -16,18 +16,16 @@ import yaml
 
 from compute import shapes
 from compute.manifests import (
-    GPU,
     INSTANCE_TYPE_API_VERSION,
     INSTANCE_TYPE_CRD_NAME,
-    LABEL_PREFIX,
-    MANAGED_BY,
     instance_type_crd,
     instance_type_manifest,
 )
 from compute.models import InstanceType
-from compute.quantities import QUANTITY_PATTERN
 from compute.reconcile.instancetypes import desired_manifest
 from controlplane.kube import names
+from controlplane.kube.objects import GPU, LABEL_PREFIX, MANAGED_BY
+from controlplane.kube.quantities import QUANTITY_PATTERN
 from tests.fake_kube.crds import prune, schema_errors, to_jsonschema, validate_crd
 
 DATA = Path(__file__).parent / "data"

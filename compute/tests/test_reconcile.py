@@ -4,12 +4,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compute import kube, reconcile
-from compute.choices import ProvisioningState
-from compute.manifests import INSTANCE_TYPE_CRD_NAME, MANAGED_BY
+from compute import reconcile
+from compute.manifests import INSTANCE_TYPE_CRD_NAME
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.reconcile import computes
 from compute.tests.factories import kubeconfig as kubeconfig_text
+from controlplane.kube import client as kube
+from controlplane.kube.objects import MANAGED_BY
+from controlplane.reconciling import ProvisioningState
 from tests.support import assert_error
 
 DATA = Path(__file__).parent / "data"

@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from compute import shapes
-from compute.manifests import GPU, INSTANCE_TYPE_API_VERSION
+from compute.manifests import INSTANCE_TYPE_API_VERSION
+from controlplane.kube.objects import GPU
+from controlplane.specs import SpecErrors
 
 DATA = Path(__file__).parent / "data"
 
@@ -34,7 +36,7 @@ def items(*entries, **extra) -> dict:
 
 
 def errors_of(body, extension=None) -> list[tuple[str, str]]:
-    with pytest.raises(shapes.ShapeErrors) as caught:
+    with pytest.raises(SpecErrors) as caught:
         shapes.parse_body(body, extension)
     return caught.value.errors
 

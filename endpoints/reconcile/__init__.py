@@ -1,6 +1,5 @@
 """Endpoint and deployment reconcilers: the entry points tasks call."""
-from compute.choices import ProvisioningState
-from compute.reconcile.status import record_status
+from controlplane.reconciling import ProvisioningState, record_status
 
 from ..models import OnlineDeployment, OnlineEndpoint
 from .kubernetes import delete_kube_deployment, delete_route, reconcile_kube_deployment, reconcile_route

@@ -1,12 +1,11 @@
 """Kubernetes deployments (Deployment + Service + HPA) and the endpoint's HTTPRoute; status from the rollout."""
 from django.conf import settings
 
-from compute import kube
-from compute.choices import ProvisioningState
 from compute.reconcile.computes import connection_for
-from compute.reconcile.status import problem, record_status
 from compute.selectors import instance_type_get
-from jobs.podstatus import pending_reason
+from controlplane.kube import client as kube
+from controlplane.kube.pods import pending_reason
+from controlplane.reconciling import ProvisioningState, problem, record_status
 
 from ..manifests import (
     HTTPROUTE_API,

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from compute.choices import ProvisioningState
-from compute.reconcile.status import problem, record_status
 from compute.runners import local as runner
 from compute.runners import sandbox, unix_http
+from controlplane.reconciling import ProvisioningState, problem, record_status
 from workspaces.access import local_compute_refusal
 
 from ..models import OnlineDeployment

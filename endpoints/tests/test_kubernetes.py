@@ -16,9 +16,9 @@ import pytest
 from django.conf import settings as django_settings
 from kubernetes import client
 
-from compute import kube
 from compute import reconcile as compute_reconcile
 from compute.models import ComputeTarget
+from controlplane.kube import client as kube
 from endpoints import reconcile, tasks
 from endpoints.manifests import deployment_object_name, endpoint_object_name
 from endpoints.models import OnlineDeployment, OnlineEndpoint
@@ -379,7 +379,7 @@ class RetryRequested(Exception):
 
 
 def test_transient_faults_are_retried_and_a_retry_after_is_honoured(owner_api, fake):
-    from compute.tasks import chained_run
+    from controlplane.reconciling import chained_run
 
     make_endpoint(owner_api)
     make_deployment(owner_api)

@@ -12,9 +12,10 @@ import re
 import kubernetes_validate
 import pytest
 
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.models import Cluster, ComputeTarget, InstanceType
 from controlplane.kube import names
+from controlplane.reconciling import ProvisioningState
 from endpoints import services
 from endpoints.manifests import (
     CONTAINER,

@@ -5,10 +5,13 @@ non-empty; memory at least 1 MB; limits optional unless a GPU is asked for; GPUs
 only; every limit strictly less than the instance type's (defaultinstancetype when none is named); without
 `resources` the instance type's shape; MLflow models need requests of at least 2 CPU and 4 GB.
 """
+import datetime
+
 import pytest
 
 from compute.shapes import DEFAULT_SHAPE, Shape
-from endpoints.spec import SpecErrors, check_traffic, parse_deployment, parse_endpoint, resolve_resources
+from controlplane.specs import SpecErrors
+from endpoints.spec import check_traffic, parse_deployment, parse_endpoint, resolve_resources
 
 GPU = "nvidia.com/gpu"
 SMALL = Shape("small", {}, {"cpu": "1", "memory": "2Gi"}, {"cpu": "4", "memory": "8Gi"}, 0)
@@ -783,3 +786,11 @@ def test_mlflow_minimum_not_met(shape, body, target):
 def test_mlflow_is_not_checked_for_other_models():
     assert resolve_resources(SEED_EXAMPLE, BIG, mlflow=False)[1] == []
     assert resolve_resources(None, DEFAULT_SHAPE, mlflow=False)[1] == []
+
+
+def test_a_yaml_date_in_tags_or_environment_variables_is_kept_as_the_text_written():
+    """YAML reads `2026-01-31` as a date; the user meant the text — the rule the job parser had, now one copy for both."""
+    written = datetime.date(2026, 1, 31)
+    assert parse_endpoint(endpoint(tags={"since": written}))["tags"] == {"since": "2026-01-31"}
+    spec = parse_deployment(deployment(tags={"since": written}, environment_variables={"SINCE": written}), "ep")
+    assert (spec["tags"], spec["environment_variables"]) == ({"since": "2026-01-31"}, {"SINCE": "2026-01-31"})

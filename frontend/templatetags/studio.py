@@ -3,7 +3,8 @@ import json
 
 from django import template
 
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
+from controlplane.reconciling import ProvisioningState
 from jobs.choices import JobStatus, Target
 from workspaces import selectors
 

@@ -14,9 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from compute.choices import ProvisioningState
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.runners import local as runner
+from controlplane.reconciling import ProvisioningState
 from endpoints import dataplane, keys
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.reconcile.local import folder_of

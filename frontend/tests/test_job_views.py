@@ -12,8 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from django.utils.html import escape
 
-from compute.choices import ProvisioningState
 from compute.models import Cluster, ComputeTarget, InstanceType
+from controlplane.reconciling import ProvisioningState
 from jobs.models import Job, JobEvent, JobLogLine
 from jobs.services import job_create
 

@@ -11,10 +11,11 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import F
 
-from compute import kube, reconcile
-from compute.choices import ProvisioningState
+from compute import reconcile
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.services import compute_create
+from controlplane.kube import client as kube
+from controlplane.reconciling import ProvisioningState
 from frontend import attach_checks
 from workspaces.models import AuditEvent
 

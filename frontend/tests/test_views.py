@@ -4,9 +4,10 @@ import re
 import pytest
 import yaml
 
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.services import compute_create
+from controlplane.reconciling import ProvisioningState
 from workspaces.authentication import hash_token
 from workspaces.models import ApiToken, AuditEvent, Membership, Workspace
 from workspaces.services import member_add, workspace_create

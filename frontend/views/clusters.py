@@ -6,9 +6,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from compute import selectors, services
-from compute.choices import ComputeType, ProvisioningState
+from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.serializers import SERIALIZERS
+from controlplane.reconciling import ProvisioningState
 
 from .. import attach_checks, compute_form
 from .common import USER_ERRORS, error_rows, require, workspace_page

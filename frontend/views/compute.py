@@ -8,9 +8,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from compute import capabilities, selectors, services
-from compute.choices import STUDIO_TABS, ComputeType, ProvisioningState
+from compute.choices import STUDIO_TABS, ComputeType
 from compute.models import ComputeTarget
 from compute.serializers import SERIALIZERS
+from controlplane.reconciling import ProvisioningState
 
 from .. import compute_form
 from . import clusters

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
-from compute.choices import ProvisioningState
+from controlplane.reconciling import ProvisioningState
 from endpoints import dataplane, selectors, services
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.serializers import scoring_uri

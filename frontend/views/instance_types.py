@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from compute import selectors, services
-from compute.choices import ProvisioningState
+from controlplane.reconciling import ProvisioningState
 
 from .. import instance_type_form as form
 from .clusters import kubernetes_compute

@@ -5,16 +5,17 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from compute import kube, shapes
-from compute.manifests import GPU, managed_selector
+from compute import shapes
 from compute.models import InstanceType
 from compute.reconcile.computes import connection_for
 from compute.selectors import instance_type_get
+from controlplane.kube import client as kube
+from controlplane.kube.objects import GPU, managed_selector
+from controlplane.kube.pods import observe, rank_of
 
 from ..choices import ACTIVE, JobStatus
 from ..manifests import CONTAINER, job_manifests, kube_job_name
 from ..models import LOGS_BEHIND, Job, JobEvent
-from ..podstatus import observe, rank_of
 from .status import append_lines, generation_seen, save, transition
 
 logger = logging.getLogger(__name__)

@@ -1,9 +1,10 @@
 """Serverless: put a job without `compute` on a Kubernetes compute of its workspace whose instance type fits a node."""
-from compute import quantities
-from compute.choices import ComputeType, ProvisioningState
-from compute.manifests import GPU
+from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.selectors import instance_type_list
+from controlplane.kube import quantities
+from controlplane.kube.objects import GPU
+from controlplane.reconciling import ProvisioningState
 
 from ..choices import JobStatus
 from ..models import Job

@@ -5,10 +5,10 @@ import re
 import pytest
 import yaml
 
-from compute.choices import ProvisioningState
 from compute.models import ComputeTarget
 from compute.services import instance_types_create
 from compute.tests.factories import as_checked, create_compute
+from controlplane.reconciling import ProvisioningState
 from jobs.models import Job, JobEvent
 from jobs.reconcile.status import append_lines
 from jobs.views import encode_cursor

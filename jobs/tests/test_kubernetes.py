@@ -12,10 +12,10 @@ from celery.exceptions import Retry
 from django.utils import timezone
 from kubernetes import client
 
-from compute import kube
 from compute import reconcile as compute_reconcile
 from compute.models import ComputeTarget, InstanceType
-from compute.tasks import backoff
+from controlplane.kube import client as kube
+from controlplane.reconciling import backoff
 from jobs import reconcile, tasks
 from jobs.manifests import kube_job_name
 from jobs.models import Job, JobSync

@@ -3,9 +3,9 @@ import time
 
 import pytest
 
-from compute import kube
 from compute import reconcile as compute_reconcile
 from compute.models import ComputeTarget
+from controlplane.kube import client as kube
 from jobs import reconcile
 from jobs.models import Job
 

@@ -2,7 +2,8 @@
 import pytest
 import yaml
 
-from jobs.spec import SpecErrors, input_text, parse_job, render_command, shm_quantity
+from controlplane.specs import SpecErrors
+from jobs.spec import input_text, parse_job, render_command, shm_quantity
 
 COMMAND = "python train.py"
 DATA_PATH = "azureml://datastores/workspaceblobstore/paths/cifar/"

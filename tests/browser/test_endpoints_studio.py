@@ -13,9 +13,9 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from compute.choices import ProvisioningState
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.runners import local as runner
+from controlplane.reconciling import ProvisioningState
 from endpoints import keys
 from endpoints.manifests import deployment_object_name, endpoint_object_name, httproute_manifest
 from endpoints.models import OnlineDeployment, OnlineEndpoint

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from compute import kube, reconcile, tasks
+from compute import reconcile, tasks
 from compute.models import ComputeTarget, InstanceType
+from controlplane.kube import client as kube
 from workspaces.models import Membership
 from workspaces.services import workspace_create
 

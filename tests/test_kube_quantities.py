@@ -4,7 +4,7 @@ from decimal import Decimal
 import pytest
 from kubernetes.utils.quantity import parse_quantity
 
-from compute import quantities as q
+from controlplane.kube import quantities as q
 
 VALID = ["1", "100m", "0.5", ".5", "1.", "+1", "1500Mi", "2Gi", "1k", "1M", "1e3", "1E3", "1e-3", "2n", "3u", "1Ei", "0"]
 MALFORMED = ["", " 2", "2 ", "NaN", "nan", "Infinity", "-Infinity", "1_000", "1K", "1KB", "1mi", "1Mib", "1.2.3",

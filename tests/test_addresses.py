@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from compute import addresses
+from controlplane import addresses
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 import ssl
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 import urllib3
@@ -18,8 +18,10 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from . import addresses
-from .manifests import FIELD_MANAGER
+from controlplane import addresses
+
+from .connection import Connection
+from .objects import FIELD_MANAGER
 
 TIMEOUT = (5, 20)  # seconds: connect, read
 # Per cluster, per process; the Python client has no limiter of its own.
@@ -99,17 +101,6 @@ class _BoundedPool:
 
     def __getattr__(self, name: str):
         return getattr(self.pool, name)
-
-
-@dataclass(frozen=True)
-class Connection:
-    """How to reach one cluster: a kubeconfig (dict) and the context to use; `key` names the cluster."""
-
-    key: str
-    kubeconfig: dict = field(hash=False, compare=False)
-    context: str | None = None
-    credential_version: str = ""
-    in_cluster: bool = False  # the pod's service account instead of a kubeconfig
 
 
 class TokenBucket:

@@ -1,7 +1,7 @@
 """A Job and its pods → status, one-sentence reason and exit code: table tests on objects as kube-apiserver shows them."""
 import pytest
 
-from jobs.podstatus import observe, unschedulable_reason
+from controlplane.kube.pods import observe, unschedulable_reason
 
 T0, T1, T2, T3 = "2026-03-02T10:00:00Z", "2026-03-02T10:00:05Z", "2026-03-02T10:01:40Z", "2026-03-02T10:01:42Z"
 INDEX = "batch.kubernetes.io/job-completion-index"

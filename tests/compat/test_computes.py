@@ -8,34 +8,15 @@ import pytest
 
 from compute.models import ComputeTarget
 from compute.tests.factories import PRIVATE_KEY, kubeconfig
-from workspaces.models import AuditEvent
+from tests.compat.support import YamlRoute
 
 URL = "/api/v1/workspaces/team-a/computes/"
 SCHEMA = "https://azuremlschemas.azureedge.net/latest"
 PUBLIC_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 azureuser@example"
 VM_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"
 ARC_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Kubernetes/connectedClusters/k8s"
-
-
-def post(api, text: str):
-    return api.post(URL, text, content_type="application/yaml")
-
-
-def created(api, text: str) -> dict:
-    response = post(api, text)
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
-def refused(api, text: str, target: str) -> str:
-    """The 400's message at `target`; nothing is written."""
-    before = ComputeTarget.objects.count(), AuditEvent.objects.count()
-    response = post(api, text)
-    assert response.status_code == 400, response.json()
-    details = {row["target"]: row["message"] for row in response.json()["error"]["details"]}
-    assert target in details, details
-    assert (ComputeTarget.objects.count(), AuditEvent.objects.count()) == before
-    return details[target]
+ROUTE = YamlRoute(URL, (ComputeTarget,))
+post, created, refused = ROUTE.post, ROUTE.created, ROUTE.refused
 
 
 # --- amlcompute (compute cluster): a record until the Karpenter backend lands ---------------------------------

@@ -9,33 +9,14 @@ import pytest
 
 from jobs.models import Job
 from jobs.tests.test_api import k8s  # noqa: F401 (a fixture: the attached compute `k8s`)
-from workspaces.models import AuditEvent
+from tests.compat.support import YamlRoute
 
 pytestmark = pytest.mark.usefixtures("local_compute")
 URL = "/api/v1/workspaces/team-a/jobs/"
 SCHEMA = "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n"
 IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04:latest"
-
-
-def post(api, text: str):
-    return api.post(URL, SCHEMA + text, content_type="application/yaml")
-
-
-def created(api, text: str) -> dict:
-    response = post(api, text)
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
-def refused(api, text: str, target: str) -> str:
-    """The 400's message at `target`; nothing is written."""
-    before = Job.objects.count(), AuditEvent.objects.count()
-    response = post(api, text)
-    assert response.status_code == 400, response.json()
-    details = {row["target"]: row["message"] for row in response.json()["error"]["details"]}
-    assert target in details, details
-    assert (Job.objects.count(), AuditEvent.objects.count()) == before
-    return details[target]
+ROUTE = YamlRoute(URL, (Job,), SCHEMA)
+post, created, refused = ROUTE.post, ROUTE.created, ROUTE.refused
 
 
 @pytest.fixture

@@ -1,5 +1,4 @@
-"""Reading YAML files: multi-document loading, `--set` overrides and the file-reading conveniences."""
-import os
+"""Reading YAML files: multi-document loading, one-document commands, `--set` overrides and files named in the YAML."""
 import re
 import sys
 from dataclasses import dataclass
@@ -10,16 +9,7 @@ import yaml
 from .errors import EXIT_USAGE, InvalidInput
 
 STDIN = "-"
-# Azure ML's compute `type` values the API accepts (DESIGN.md §3); serverless and local have no record.
-COMPUTE_TYPES = (
-    "kubernetes", "amlcompute", "computeinstance", "virtualmachine", "databricks",
-    "hdinsight", "datalakeanalytics", "synapsespark", "batch",
-)
-SSH_HOST_TYPES = ("virtualmachine", "hdinsight")
-# Write-only fields: the API never returns them, so they cannot be compared, and the CLI never prints them.
-SECRET_FIELDS = frozenset({"kubeconfig", "admin_password", "ssh_private_key", "access_token", "account_key"})
 UNESCAPED_DOT = re.compile(r"(?<!\\)\.")
-URL_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git\+|azureml:)")
 
 
 @dataclass
@@ -64,6 +54,17 @@ def parse_documents(text: str, source: str) -> list[Document]:
     ]
 
 
+def single_document(text: str, source: str, command: str) -> Document:
+    """The one YAML mapping of a file given to a command that takes one (`apply` takes several)."""
+    documents = parse_documents(text, source)
+    if len(documents) != 1:
+        raise InvalidInput(f"{source} holds {len(documents)} documents; `{command}` takes one (use `dockyard apply` for several).",
+                           code="InvalidFile", exit_code=EXIT_USAGE)
+    if not isinstance(documents[0].body, dict):
+        raise InvalidInput(f"{source} is not a YAML mapping.", code="InvalidFile")
+    return documents[0]
+
+
 def refuse_aliases(text: str) -> None:
     """The server refuses YAML anchors and aliases (an alias bomb expands a few bytes into gigabytes): so does the CLI."""
     for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -104,15 +105,6 @@ def set_path(body: dict, path: list[str], value, text: str) -> None:
     node[path[-1]] = value
 
 
-def contains(current, desired) -> bool:
-    """True when `desired` is already in `current`; mappings may hold more (the API fills in defaults)."""
-    if isinstance(desired, dict) and isinstance(current, dict):
-        return all(contains(current.get(key), value) for key, value in desired.items())
-    if isinstance(desired, list) and isinstance(current, list):
-        return len(desired) == len(current) and all(map(contains, current, desired))
-    return current == desired
-
-
 def read_side_file(document: Document, path_value, target: str) -> str:
     """A file named in the YAML, relative to the YAML file's folder."""
     if not isinstance(path_value, str) or not path_value:
@@ -125,36 +117,3 @@ def read_side_file(document: Document, path_value, target: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InvalidInput(f"Cannot read {path}: {reason}.", target=target, code="InvalidFile") from None
-
-
-def compute_body(document: Document) -> dict:
-    """The body the API takes: `$schema` dropped, `*_file` fields replaced by the files' contents."""
-    body = {key: value for key, value in document.body.items() if key != "$schema"}
-    if body.get("type") == "kubernetes" and "kubeconfig_file" in body:
-        if "kubeconfig" in body:
-            raise InvalidInput("Give kubeconfig or kubeconfig_file, not both.", target="kubeconfig_file", code="InvalidFile")
-        body["kubeconfig"] = read_side_file(document, body.pop("kubeconfig_file"), "kubeconfig_file")
-    ssh = body.get("ssh_settings")
-    if body.get("type") in SSH_HOST_TYPES and isinstance(ssh, dict) and "ssh_private_key_file" in ssh:
-        ssh = dict(ssh)
-        target = "ssh_settings.ssh_private_key_file"
-        if "ssh_private_key" in ssh:
-            raise InvalidInput("Give ssh_private_key or ssh_private_key_file, not both.", target=target, code="InvalidFile")
-        ssh["ssh_private_key"] = read_side_file(document, ssh.pop("ssh_private_key_file"), target)
-        body["ssh_settings"] = ssh
-    return body
-
-
-def with_code_resolved(document: Document) -> dict:
-    """A job's body with a relative `code:` folder made absolute against the YAML file's folder (Azure ML's rule).
-
-    The server takes only absolute paths (its working folder is not the user's); references (azureml:…) and URLs are
-    left for the server to judge.
-    """
-    body = document.body
-    code = body.get("code") if isinstance(body, dict) else None
-    if not isinstance(code, str) or not code or URL_LIKE.match(code):
-        return body
-    path = Path(code).expanduser()
-    body["code"] = os.path.normpath(path if path.is_absolute() else document.base_dir / path)
-    return body

@@ -131,6 +131,16 @@ def print_item(item: dict, fmt: str) -> None:
         click.echo("\n".join(fields_lines(item)))
 
 
+def print_shown(item: dict, fmt: str) -> None:
+    """One resource with the Kubernetes objects rendered for it: counted in a table, printed whole with -o json|yaml."""
+    if fmt == "table":
+        manifests = item.get("manifests")
+        item = {key: value for key, value in item.items() if key != "manifests"}
+        if manifests:
+            item["manifests"] = f"{len(manifests)} Kubernetes objects (-o yaml shows them)"  # last, after the fields
+    print_item(item, fmt)
+
+
 def print_written(item: dict, fmt: str, message: str) -> None:
     """After a write: a one-line message for people, the resource itself for -o json/yaml."""
     if fmt == "table":

@@ -3,12 +3,13 @@ from collections.abc import Callable
 
 import click
 
-from ..appliers import Outcome, Scope, apply_document, is_fatal, resource_label, route_of
 from ..client import ApiClient
 from ..context import State, compute_option, output_option, pass_state, workspace_option
 from ..documents import Document, load_documents
 from ..errors import EXIT_API_ERROR, CliError
 from ..output import print_structured
+from ..resources.base import Outcome, Scope, is_fatal
+from ..resources.routing import apply_document, resource_label, route_of
 from .online_endpoint import print_keys
 
 

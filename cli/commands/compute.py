@@ -6,15 +6,15 @@ import click
 
 from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
-from ..documents import COMPUTE_TYPES, Document, apply_assignments, compute_body, load_documents, read_side_file
+from ..documents import Document, apply_assignments, read_side_file, read_text, single_document
 from ..errors import EXIT_USAGE, ApiError, InvalidInput
-from ..lookups import computes_path, nodes_path, not_found_in_workspace
 from ..output import Column, field, print_item, print_list, print_written, timestamp
 from ..provisioning import provisioning_failed, wait_until_provisioned
+from ..resources.compute import COMPUTE_TYPES, compute_body, computes_path, nodes_path, not_found_in_workspace
+from ..resources.instancetype import GPU
 
 # Types that are attached (they exist already) rather than created by Azure ML; `compute create` takes the others too.
 ATTACHED_TYPES = ("kubernetes", "virtualmachine", "hdinsight", "databricks", "datalakeanalytics", "synapsespark", "batch")
-GPU = "nvidia.com/gpu"
 
 
 def size_or_namespace(row: dict) -> str | None:
@@ -85,18 +85,6 @@ def show_compute(state: State, name: str) -> None:
     print_item(item, state.output)
 
 
-def single_document(source: str, command: str = "create"):
-    documents = load_documents(source)
-    if len(documents) != 1:
-        raise InvalidInput(
-            f"{source} holds {len(documents)} documents; `compute {command}` takes one (use `dockyard apply` for several).",
-            code="InvalidFile", exit_code=EXIT_USAGE,
-        )
-    if not isinstance(documents[0].body, dict):
-        raise InvalidInput(f"{source} is not a YAML mapping.", code="InvalidFile")
-    return documents[0]
-
-
 @compute.command("create")
 @click.option("-f", "--file", "source", required=True, metavar="FILE", help="Compute YAML (`-` for standard input).")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Override a field, e.g. max_instances=4.")
@@ -105,7 +93,7 @@ def single_document(source: str, command: str = "create"):
 @pass_state
 def create_compute(state: State, source: str, assignments: tuple[str, ...]) -> None:
     """Create a compute from an Azure ML-style YAML file."""
-    document = single_document(source)
+    document = single_document(read_text(source), source, "compute create")
     apply_assignments(document.body, list(assignments))
     if document.body.get("type") not in COMPUTE_TYPES:
         raise InvalidInput(
@@ -152,7 +140,7 @@ def parse_node_selector(pairs: tuple[str, ...]) -> dict[str, str]:
 def attach_document(source: str | None, name: str | None, kubeconfig: str | None, context: str | None,
                     namespace: str | None, node_selector: tuple[str, ...]) -> Document:
     """The compute to attach: the file's document (type kubernetes unless it says otherwise), the flags on top."""
-    document = single_document(source, "attach") if source else Document(body={}, source="options", index=1, base_dir=Path.cwd())
+    document = single_document(read_text(source), source, "compute attach") if source else Document(body={}, source="options", index=1, base_dir=Path.cwd())
     body = dict(document.body)
     body.setdefault("type", "kubernetes")
     if body["type"] not in ATTACHED_TYPES:

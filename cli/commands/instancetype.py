@@ -4,9 +4,16 @@ import click
 from ..client import ApiClient
 from ..context import State, compute_option, output_option, pass_state, workspace_option
 from ..errors import ApiError
-from ..instancetypes import cpu_cell, fits_cell, gpu_cell, memory_cell
-from ..lookups import instance_types_path, missing_compute, not_found_on_compute
 from ..output import Column, as_yaml, field, fields_lines, print_list, print_structured, print_written
+from ..resources.compute import missing_compute
+from ..resources.instancetype import (
+    cpu_cell,
+    fits_cell,
+    gpu_cell,
+    instance_types_path,
+    memory_cell,
+    not_found_on_compute,
+)
 
 INSTANCE_TYPE_COLUMNS = (
     Column("NAME", field("name")),

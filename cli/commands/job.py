@@ -7,21 +7,31 @@ import click
 
 from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
-from ..documents import Document, apply_assignments, parse_documents, read_text, with_code_resolved
-from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, ApiError, ConnectionFailed, InvalidInput
-from ..jobs import ended_badly, job_yaml, line_text, status_filter, status_text, where_cell
+from ..documents import apply_assignments, read_text, single_document
+from ..errors import EXIT_INTERRUPTED, ApiError, ConnectionFailed, InvalidInput
 from ..logstream import LogFollower
-from ..lookups import job_not_found_in_workspace, jobs_path, workspace_not_found
 from ..output import (
     Column,
     as_yaml,
     field,
-    fields_lines,
     print_item,
     print_list,
+    print_shown,
     print_structured,
     print_written,
     timestamp,
+)
+from ..resources.base import workspace_not_found
+from ..resources.job import (
+    ended_badly,
+    job_not_found_in_workspace,
+    job_yaml,
+    jobs_path,
+    line_text,
+    status_filter,
+    status_text,
+    where_cell,
+    with_code_resolved,
 )
 
 LOG_PAGE = 1000
@@ -46,16 +56,6 @@ def job() -> None:
     """
 
 
-def single_job_document(text: str, source: str) -> Document:
-    documents = parse_documents(text, source)
-    if len(documents) != 1:
-        raise InvalidInput(f"{source} holds {len(documents)} documents; `job create` takes one (use `dockyard apply` for several).",
-                           code="InvalidFile", exit_code=EXIT_USAGE)
-    if not isinstance(documents[0].body, dict):
-        raise InvalidInput(f"{source} is not a YAML mapping.", code="InvalidFile")
-    return documents[0]
-
-
 @job.command("create")
 @click.option("-f", "--file", "source", required=True, metavar="FILE", help="Command-job YAML (`-` for standard input).")
 @click.option("--name", help="The job's name (overrides the file's; generated when neither gives one).")
@@ -73,7 +73,7 @@ def create_job(state: State, source: str, name: str | None, assignments: tuple[s
     following (the job keeps running) and exits 130.
     """
     text = read_text(source)
-    document = single_job_document(text, source)
+    document = single_document(text, source, "job create")
     if name:
         document.body["name"] = name
     apply_assignments(document.body, list(assignments))
@@ -174,13 +174,7 @@ def show_job(state: State, name: str) -> None:
         item = client.get(jobs_path(workspace, name)).body
     except ApiError as error:
         raise job_not_found_in_workspace(client, workspace, name, error) from None
-    if state.output != "table":
-        print_structured(item, state.output)
-        return
-    manifests = item.pop("manifests", None)
-    if manifests:
-        item["manifests"] = f"{len(manifests)} Kubernetes objects (-o yaml shows them)"
-    click.echo("\n".join(fields_lines(item)))
+    print_shown(item, state.output)
 
 
 @job.command("cancel")

@@ -5,31 +5,23 @@ import click
 
 from ..client import ApiClient, Response
 from ..context import State, output_option, pass_state, workspace_option
-from ..documents import apply_assignments, read_text
-from ..endpoints import (
-    DEPLOYMENT_FIELDS,
+from ..documents import apply_assignments, read_text, single_document
+from ..errors import EXIT_USAGE, ApiError, InvalidInput
+from ..output import Column, field, print_list, print_shown, print_structured, print_written, timestamp
+from ..provisioning import provisioning_failed, wait_until_provisioned
+from ..resources.job import job_yaml
+from ..resources.online_deployment import (
     changed_keys,
+    deployment_not_found_on_endpoint,
+    deployment_patch,
     deployment_view,
+    deployments_path,
     instance_type_cell,
     ready_cell,
-    same_deployment_field,
 )
-from ..errors import EXIT_USAGE, ApiError, InvalidInput
-from ..jobs import job_yaml
-from ..lookups import (
-    deployment_not_found_on_endpoint,
-    deployments_path,
-    endpoint_not_found_in_workspace,
-    endpoints_path,
-)
-from ..output import Column, field, fields_lines, print_list, print_structured, timestamp
-from ..provisioning import provisioning_failed, wait_until_provisioned
-from .online_endpoint import refuse_other_kind, single_document
+from ..resources.online_endpoint import endpoint_not_found_in_workspace, endpoints_path, refuse_other_kind
 
 DEFAULT_TIMEOUT = 600
-# Fields of a deployment document that are not sent to PATCH: its identity, its kind, or only shown.
-NOT_PATCHED = {"$schema", "name", "endpoint_name", "type", "provisioning_state", "provisioning_errors", "status",
-               "created_by", "created_on", "updated_on", "manifests", "id", "scoring"}
 
 
 def label_of(endpoint: str, name: str) -> str:
@@ -151,14 +143,6 @@ def deployment_update_document(source: str | None, name: str | None, endpoint: s
     return name, endpoint, body
 
 
-def deployment_patch(current: dict, document: dict, assignments: list[str]) -> dict:
-    """The fields the file and --set change; the file's other fields go along so that the API says what it does not take."""
-    desired = {**deployment_view(current), **{key: value for key, value in document.items() if key not in NOT_PATCHED}}
-    apply_assignments(desired, assignments)
-    return {key: value for key, value in desired.items()
-            if key not in DEPLOYMENT_FIELDS or not same_deployment_field(key, value, current.get(key))}
-
-
 @online_deployment.command("update")
 @click.argument("name", required=False)
 @endpoint_option(required=False)
@@ -216,13 +200,7 @@ def show_deployment(state: State, name: str, endpoint: str) -> None:
     The Kubernetes objects rendered for it (`manifests`) are printed with -o json|yaml.
     """
     item = read_deployment(state.client(), state.workspace, endpoint, name).body
-    if state.output != "table":
-        print_structured(item, state.output)
-        return
-    manifests = item.pop("manifests", None)
-    if manifests:
-        item["manifests"] = f"{len(manifests)} Kubernetes objects (-o yaml shows them)"
-    click.echo("\n".join(fields_lines(item)))
+    print_shown(item, state.output)
 
 
 def share_cell(traffic: dict, mirror: dict):
@@ -280,10 +258,7 @@ def delete_deployment(state: State, name: str, endpoint: str, yes: bool) -> None
         deleted = client.delete(deployments_path(workspace, endpoint, name)).body
     except ApiError as error:
         raise deployment_not_found_on_endpoint(client, workspace, endpoint, name, error) from None
-    if state.output == "table":
-        click.echo(f"{label_of(endpoint, name)} deleting")
-    else:
-        print_structured(deleted, state.output)
+    print_written(deleted, state.output, f"{label_of(endpoint, name)} deleting")
 
 
 @online_deployment.command("get-logs")

@@ -7,47 +7,30 @@ import httpx
 
 from ..client import ApiClient, Response, api_error
 from ..context import State, output_option, pass_state, workspace_option
-from ..documents import Document, apply_assignments, parse_documents, read_text
-from ..endpoints import (
-    ENDPOINT_EDITABLE,
+from ..documents import apply_assignments, read_text, single_document
+from ..errors import EXIT_USAGE, ApiError, CliError, InvalidInput
+from ..output import Column, field, print_list, print_shown, print_structured, print_written, timestamp
+from ..resources.base import read_if_exists, workspace_not_found
+from ..resources.compute import compute_name
+from ..resources.job import job_yaml
+from ..resources.online_endpoint import (
     KEY_TYPES,
-    compute_name,
     editable_view,
     endpoint_changes,
-    online_kind,
-    parse_traffic,
-    shown_keys,
-    traffic_text,
-)
-from ..errors import EXIT_USAGE, ApiError, CliError, InvalidInput
-from ..jobs import job_yaml
-from ..lookups import (
     endpoint_not_found,
     endpoint_not_found_in_workspace,
+    endpoint_patch,
     endpoints_path,
-    read_if_exists,
+    refuse_other_kind,
     score_path,
-    workspace_not_found,
+    shown_keys,
+    traffic_cell,
 )
-from ..output import Column, field, fields_lines, print_list, print_structured, timestamp
 
 KEY_ENV = "DOCKYARD_ENDPOINT_KEY"
 DEPLOYMENT_HEADER = "azureml-model-deployment"
 # A scoring request may take as long as the deployment's request_timeout_ms allows; wait longer than Dockyard does.
 SCORE_READ_SECONDS = 300.0
-# Fields of an endpoint document that are not sent to PATCH: fixed after creation, or only shown.
-NOT_PATCHED = {"$schema", "name", "compute", "scoring_uri", "provisioning_state", "provisioning_errors", "status",
-               "deployments", "keys", "created_by", "created_on", "updated_on", "manifests", "id", "openapi_uri"}
-
-
-def traffic_cell(row: dict) -> str | None:
-    """`blue=90,green=10`, and the mirrored share after it."""
-    live, mirror = traffic_text(row.get("traffic")), traffic_text(row.get("mirror_traffic"))
-    if mirror:
-        return f"{live or '-'} (mirror {mirror})"
-    return live
-
-
 ENDPOINT_COLUMNS = (
     Column("NAME", field("name")),
     Column("COMPUTE", lambda row: compute_name(row.get("compute")) or None),
@@ -70,25 +53,6 @@ def online_endpoint() -> None:
     """
 
 
-def single_document(text: str, source: str, command: str) -> Document:
-    """The one YAML mapping of a file given to `create`/`update` (several documents are for `apply`)."""
-    documents = parse_documents(text, source)
-    if len(documents) != 1:
-        raise InvalidInput(f"{source} holds {len(documents)} documents; `{command}` takes one (use `dockyard apply` for several).",
-                           code="InvalidFile", exit_code=EXIT_USAGE)
-    if not isinstance(documents[0].body, dict):
-        raise InvalidInput(f"{source} is not a YAML mapping.", code="InvalidFile")
-    return documents[0]
-
-
-def refuse_other_kind(body: dict, wanted: str, source: str) -> None:
-    """A deployment given to an endpoint command (or the other way round) says which command takes it."""
-    kind = online_kind(body)
-    if kind is not None and kind != wanted:
-        raise InvalidInput(f"{source} describes an {kind.replace('-', ' ')}: use `dockyard {kind} …` for it.",
-                           code="WrongDocument", exit_code=EXIT_USAGE)
-
-
 def print_keys(keys: dict[str, str], name: str, table: bool) -> None:
     """New keys, once: on stdout for people (stdout holds the JSON otherwise), with the warning on stderr."""
     if not keys:
@@ -103,12 +67,8 @@ def print_keys(keys: dict[str, str], name: str, table: bool) -> None:
 
 def print_endpoint_written(body: dict, output: str, message: str) -> None:
     """After a write: the message (and any new keys) for people, the endpoint for -o json|yaml."""
-    table = output == "table"
-    if table:
-        click.echo(message)
-    else:
-        print_structured(body, output)
-    print_keys(shown_keys(body), body.get("name", ""), table)
+    print_written(body, output, message)
+    print_keys(shown_keys(body), body.get("name", ""), output == "table")
 
 
 @online_endpoint.command("create")
@@ -163,24 +123,6 @@ def endpoint_update_document(source: str | None, name: str | None) -> tuple[str,
     return name or named, document.body
 
 
-def endpoint_patch(current: dict, document: dict, traffic: str | None, mirror: str | None, assignments: list[str]) -> dict:
-    """The PATCH body: the editable fields that the file, --traffic/--mirror-traffic and --set change.
-
-    Other fields of the file or of --set go along, so that the API says what it does not take; compute cannot change.
-    """
-    if "compute" in document and compute_name(document["compute"]) != compute_name(current.get("compute")):
-        raise InvalidInput(f"The compute of an online endpoint cannot be changed (it is {current.get('compute')}).",
-                           target="compute", code="ImmutableField")
-    desired = {**editable_view(current), **{key: value for key, value in document.items() if key not in NOT_PATCHED}}
-    if traffic is not None:
-        desired["traffic"] = parse_traffic(traffic, "--traffic")
-    if mirror is not None:
-        desired["mirror_traffic"] = parse_traffic(mirror, "--mirror-traffic")
-    apply_assignments(desired, assignments)
-    changes = endpoint_changes(desired, current)
-    return {key: value for key, value in desired.items() if key in changes or key not in ENDPOINT_EDITABLE}
-
-
 @online_endpoint.command("update")
 @click.argument("name", required=False)
 @click.option("-f", "--file", "source", metavar="FILE", help="Endpoint YAML whose description, tags, auth_mode and traffic to set.")
@@ -230,13 +172,7 @@ def show_endpoint(state: State, name: str) -> None:
     """
     workspace, client = state.workspace, state.client()
     item = read_endpoint(client, workspace, name).body
-    if state.output != "table":
-        print_structured(item, state.output)
-        return
-    manifests = item.pop("manifests", None)
-    if manifests:
-        item["manifests"] = f"{len(manifests)} Kubernetes objects (-o yaml shows them)"
-    click.echo("\n".join(fields_lines(item)))
+    print_shown(item, state.output)
 
 
 @online_endpoint.command("list")
@@ -273,10 +209,7 @@ def delete_endpoint(state: State, name: str, yes: bool) -> None:
         deleted = client.delete(endpoints_path(workspace, name)).body
     except ApiError as error:
         raise endpoint_not_found_in_workspace(client, workspace, name, error) from None
-    if state.output == "table":
-        click.echo(f"online-endpoint/{name} deleting")
-    else:
-        print_structured(deleted, state.output)
+    print_written(deleted, state.output, f"online-endpoint/{name} deleting")
 
 
 def scoring_credential(client: ApiClient, workspace: str, name: str, key: str | None, token: str) -> str:

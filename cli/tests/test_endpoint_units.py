@@ -2,19 +2,18 @@
 import httpx
 import pytest
 
-from cli.appliers import route_of
 from cli.commands.online_endpoint import model_failed
-from cli.endpoints import (
-    deployment_changes,
+from cli.errors import CliError
+from cli.resources.online_deployment import deployment_changes, ready_cell
+from cli.resources.online_endpoint import (
     deployments_named,
     endpoint_changes,
     online_kind,
     parse_traffic,
-    ready_cell,
     shown_keys,
     traffic_text,
 )
-from cli.errors import CliError
+from cli.resources.routing import route_of
 
 SCHEMAS = "https://azuremlschemas.azureedge.net/latest/"
 

@@ -8,7 +8,8 @@ import yaml
 from cli.client import ApiClient
 from cli.config import Connection
 from cli.errors import ApiError, CliError, ConnectionFailed
-from cli.jobs import (
+from cli.logstream import RECONNECT_DELAYS, LogFollower
+from cli.resources.job import (
     display_changes,
     ended_badly,
     job_yaml,
@@ -18,7 +19,6 @@ from cli.jobs import (
     status_text,
     where_cell,
 )
-from cli.logstream import RECONNECT_DELAYS, LogFollower
 from cli.sse import ServerEvent, parse_events
 
 LOGS = "workspaces/team-a/jobs/j/logs/"

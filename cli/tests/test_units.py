@@ -7,13 +7,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.appliers import contains
 from cli.client import ApiClient
 from cli.config import Connection, normalise_url
 from cli.documents import apply_assignments
 from cli.errors import ApiError, CliError, ConnectionFailed
-from cli.instancetypes import differences, fits_cell, item_document, quantity
 from cli.output import Column, field, table_lines
+from cli.resources.base import contains
+from cli.resources.instancetype import differences, fits_cell, item_document, quantity
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,27 @@
-"""Command jobs as the CLI sees them: statuses, table cells, log lines, how a job ended, and comparing specs (pure)."""
+"""Command jobs as the CLI knows them: statuses, table cells, log lines, how a job ended, comparing specs, apply."""
+import os
+import re
+from pathlib import Path
+
 import yaml
 
-from .errors import EXIT_JOB_CANCELED, EXIT_JOB_FAILED, EXIT_USAGE, CliError, InvalidInput
+from ..client import ApiClient, path_of
+from ..documents import Document
+from ..errors import EXIT_JOB_CANCELED, EXIT_JOB_FAILED, EXIT_USAGE, ApiError, CliError, InvalidInput
+from .base import (
+    Outcome,
+    as_strings,
+    being_deleted,
+    changed,
+    created,
+    ensure_workspace_exists,
+    missing_in_workspace,
+    read_if_exists,
+)
+from .compute import compute_name
+
+# Azure ML job types: Dockyard runs command jobs; the others are recognised to say so.
+JOB_TYPES = ("command", "pipeline", "sweep", "spark")
 
 # The statuses the API reports (a subset of Azure ML's); `--status` accepts them in any letter case.
 JOB_STATUSES = ("NotStarted", "Queued", "Starting", "Running", "CancelRequested", "Completed", "Failed", "Canceled")
@@ -17,6 +37,18 @@ SPEC_FIELDS = (
 SERVER_DEFAULTS = {"experiment_name": "Default", "resources": {"instance_count": 1, "shm_size": "2g"}}
 # The API turns these mappings' values into strings.
 STRING_MAPS = ("tags", "environment_variables")
+URL_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git\+|azureml:)")
+
+
+def jobs_path(workspace: str, name: str | None = None, action: str | None = None) -> str:
+    """`workspaces/{ws}/jobs/`, one job's path, or one of its actions (cancel, logs)."""
+    return path_of("workspaces", workspace, "jobs", *[part for part in (name, action) if part])
+
+
+def job_not_found_in_workspace(client: ApiClient, workspace: str, name: str, error: ApiError) -> ApiError:
+    """The API's bare 404 under a workspace's jobs: the workspace or the job."""
+    missing = ApiError(404, f"Job '{name}' was not found in workspace '{workspace}'.", code="NotFound")
+    return missing_in_workspace(client, workspace, error, missing)
 
 
 def status_filter(values: tuple[str, ...]) -> str | None:
@@ -77,17 +109,6 @@ def ended_badly(name: str, end: dict) -> CliError | None:
     return CliError(f"Job '{name}' failed: {detail}", code="JobFailed", exit_code=EXIT_JOB_FAILED)
 
 
-def compute_name(reference) -> str:
-    """`azureml:NAME`, `NAME` and `local` name the same compute; nothing is serverless."""
-    return str(reference or "").removeprefix("azureml:").strip()
-
-
-def as_strings(mapping) -> dict:
-    if not isinstance(mapping, dict):
-        return mapping
-    return {key: ("true" if value else "false") if isinstance(value, bool) else str(value) for key, value in mapping.items()}
-
-
 def as_stored(key: str, value):
     """A document's inputs, outputs or distribution as the API stores them: enum values lower-cased (Azure ML reads them
     in any case), an input given by path typed uri_folder, the `default` output's path (Azure ML's own) dropped."""
@@ -130,3 +151,48 @@ def spec_changes(document: dict, current: dict) -> list[str]:
 def display_changes(document: dict, current: dict) -> list[str]:
     """The display fields a document sets to something new (left out: left as they are)."""
     return [key for key in DISPLAY_FIELDS if key in document and not same_field(key, document[key], current.get(key))]
+
+
+def with_code_resolved(document: Document) -> dict:
+    """A job's body with a relative `code:` folder made absolute against the YAML file's folder (Azure ML's rule).
+
+    The server takes only absolute paths (its working folder is not the user's); references (azureml:…) and URLs are
+    left for the server to judge.
+    """
+    body = document.body
+    code = body.get("code") if isinstance(body, dict) else None
+    if not isinstance(code, str) or not code or URL_LIKE.match(code):
+        return body
+    path = Path(code).expanduser()
+    body["code"] = os.path.normpath(path if path.is_absolute() else document.base_dir / path)
+    return body
+
+
+def submit(client: ApiClient, workspace: str, body: dict) -> None:
+    client.post_yaml(jobs_path(workspace), yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+
+
+def apply_job(client: ApiClient, workspace: str, body: dict, dry_run: bool) -> Outcome:
+    """Submit a job once: applied again it is `unchanged`, or `configured` when only its display fields differ."""
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidInput("A job needs a name to be applied (that is how apply finds it again); "
+                           "`dockyard job create -f FILE` submits one with a generated name.", target="name", code="InvalidDocument")
+    resource = f"job/{name}"
+    current = read_if_exists(client, jobs_path(workspace, name))
+    if current is None:
+        ensure_workspace_exists(client, workspace)
+        return created(resource, dry_run, lambda: submit(client, workspace, body))
+    if current.body.get("deleting"):
+        raise being_deleted(f"Job '{name}'")
+    fixed = spec_changes(body, current.body)
+    if fixed:
+        raise CliError(
+            f"Job '{name}' exists and a submitted job cannot be changed (this document differs in: {', '.join(fixed)}); "
+            f"only {', '.join(DISPLAY_FIELDS)} can. Give the document a new name to submit another job.",
+            code="ImmutableField", details=[{"target": key, "message": "differs from the submitted job"} for key in fixed],
+        )
+    changes = display_changes(body, current.body)
+    if changes and not dry_run:
+        client.patch(jobs_path(workspace, name), {key: body[key] for key in changes}, etag=current.etag)
+    return changed(resource, changes, dry_run)

@@ -2,21 +2,12 @@
 import pytest
 
 from endpoints.models import OnlineDeployment, OnlineEndpoint
-from endpoints.tests.test_api import BASE, create_deployment, create_endpoint, local_deployment, score
+from endpoints.tests.bodies import local_deployment
+from endpoints.tests.support import BASE, create_deployment, create_endpoint, score
 from tests.support import assert_error
 
-pytestmark = pytest.mark.usefixtures("local_compute")  # off by default: enabled as staff would
-
-
-@pytest.fixture(autouse=True)
-def folders(settings, tmp_path):
-    settings.DOCKYARD_DEPLOYMENT_DIR = tmp_path / "deployments"
-    settings.DOCKYARD_LOCAL_COMPUTE = True
-
-
-@pytest.fixture
-def api(owner_api, workspace):
-    return owner_api
+# local compute is off by default: enabled as staff would
+pytestmark = pytest.mark.usefixtures("local_compute", "deployment_folders")
 
 
 def test_switching_back_to_key_makes_new_keys_and_the_old_ones_stop(api):

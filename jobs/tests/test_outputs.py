@@ -6,7 +6,7 @@ import pytest
 
 from jobs import files
 from jobs.models import Job
-from jobs.tests.test_api import IMAGE, k8s  # noqa: F401 (a fixture)
+from jobs.tests.support import IMAGE
 
 pytestmark = pytest.mark.usefixtures("local_compute")
 URL = "/api/v1/workspaces/team-a/jobs/"
@@ -65,7 +65,7 @@ def test_a_job_that_has_not_started_has_no_outputs_yet(owner_api, job_dir):
     assert (response.status_code, response.json()) == (200, [])
 
 
-def test_a_kubernetes_job_says_its_outputs_are_not_kept(owner_api, k8s):  # noqa: F811
+def test_a_kubernetes_job_says_its_outputs_are_not_kept(owner_api, k8s):
     assert owner_api.post(URL, {"name": "pod", "command": "echo", "compute": "k8s", "environment": {"image": IMAGE}},
                           format="json").status_code == 201
     error = error_of(owner_api.get(f"{URL}pod/outputs/"), 409)

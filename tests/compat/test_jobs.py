@@ -8,7 +8,7 @@ attached compute `k8s`.
 import pytest
 
 from jobs.models import Job
-from jobs.tests.test_api import k8s  # noqa: F401 (a fixture: the attached compute `k8s`)
+from jobs.tests.support import k8s  # noqa: F401 (a fixture: the attached compute `k8s`)
 from tests.compat.support import YamlRoute
 
 pytestmark = pytest.mark.usefixtures("local_compute")

@@ -105,8 +105,8 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 
 from compute import reconcile as compute_reconcile  # noqa: E402
 from compute import services as compute_services  # noqa: E402
+from compute.connections import connection_for  # noqa: E402
 from compute.models import ComputeTarget  # noqa: E402
-from compute.reconcile.computes import connection_for  # noqa: E402
 from controlplane.celery import app  # noqa: E402
 from controlplane.kube import client as kube  # noqa: E402
 from controlplane.reconciling import ProvisioningState  # noqa: E402

@@ -12,6 +12,11 @@ from .manifests import instance_type_manifest
 from .models import ComputeTarget, InstanceType
 
 
+def compute_none() -> QuerySet[ComputeTarget]:
+    """No compute records: what schema generation lists (it has no user and no {ws})."""
+    return ComputeTarget.objects.none()
+
+
 def compute_list(*, workspace: Workspace, load_creators: bool = True) -> QuerySet[ComputeTarget]:
     """A workspace's compute records, secrets left in the database."""
     computes = ComputeTarget.objects.filter(workspace=workspace).defer("secrets_encrypted")

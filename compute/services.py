@@ -1,8 +1,7 @@
 """Changes to compute records: validate, save, bump generation, audit, enqueue reconcile after commit."""
 from django.db import transaction
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
-from controlplane.api import BadRequest, Conflict
+from controlplane.api import BadRequest, Conflict, NotFound, PermissionDenied, ValidationError
 from controlplane.celery import enqueue_on_commit
 from controlplane.reconciling import ProvisioningState
 from controlplane.specs import SpecErrors, enum_choice

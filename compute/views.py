@@ -76,7 +76,7 @@ class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user, no {ws}
-            return ComputeTarget.objects.none()
+            return selectors.compute_none()
         return selectors.compute_list(workspace=self.workspace, load_creators=False)
 
     def get_object(self):

@@ -43,6 +43,13 @@ class BadRequest(exceptions.APIException):
         self.details = details if details is not None else [{"target": target, "message": message}] if target else []
 
 
+# The other errors services raise, named here so that services never import DRF (the layout contract): the same DRF
+# classes, so what the API answers does not change.
+NotFound = exceptions.NotFound
+PermissionDenied = exceptions.PermissionDenied
+Throttled = exceptions.Throttled
+ValidationError = exceptions.ValidationError
+
 STATUS_CODES = {
     400: "ValidationError",
     401: "Unauthorized",

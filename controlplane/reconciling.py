@@ -10,7 +10,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from controlplane.celery import enqueue_on_commit
-from controlplane.kube import client as kube
+from controlplane.kube.errors import KubeTransient
 
 MAX_BACKOFF = 300
 
@@ -76,7 +76,7 @@ def locked_run(task, model, pk: int, action, related: tuple[str, ...] = ()):
         try:
             if row is not None:
                 action(row)
-        except kube.KubeTransient as exc:
+        except KubeTransient as exc:
             failure = exc  # keep the status already written; retry outside the transaction
     if failure is not None:
         raise task.retry(countdown=backoff(task.request.retries, failure.retry_after), exc=failure)

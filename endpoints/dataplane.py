@@ -9,7 +9,7 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from compute.reconcile.computes import connection_for
+from compute.connections import connection_for
 from compute.runners import local as runner
 from compute.runners import unix_http
 from controlplane.kube import client as kube

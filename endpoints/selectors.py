@@ -11,6 +11,11 @@ from workspaces.models import Workspace
 from .models import OnlineDeployment, OnlineEndpoint
 
 
+def endpoint_none() -> QuerySet[OnlineEndpoint]:
+    """No endpoints: what schema generation lists (it has no user and no {ws})."""
+    return OnlineEndpoint.objects.none()
+
+
 def endpoint_list(*, workspace: Workspace) -> QuerySet[OnlineEndpoint]:
     deployments = Prefetch("deployments", queryset=OnlineDeployment.objects.only("id", "name", "endpoint_id", "provisioning_state"))
     return OnlineEndpoint.objects.filter(workspace=workspace).select_related("workspace", "created_by").prefetch_related(deployments)
@@ -18,6 +23,11 @@ def endpoint_list(*, workspace: Workspace) -> QuerySet[OnlineEndpoint]:
 
 def endpoint_get(*, workspace: Workspace, name: str) -> OnlineEndpoint:
     return OnlineEndpoint.objects.select_related("workspace", "compute", "compute__cluster", "created_by").get(workspace=workspace, name=name)
+
+
+def deployment_none() -> QuerySet[OnlineDeployment]:
+    """No deployments: what schema generation lists (it has no user and no {ws})."""
+    return OnlineDeployment.objects.none()
 
 
 def deployment_list(*, endpoint: OnlineEndpoint) -> QuerySet[OnlineDeployment]:

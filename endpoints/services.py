@@ -18,7 +18,7 @@ from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from . import keys
+from . import dataplane, keys
 from .models import OnlineDeployment, OnlineEndpoint
 from .spec import check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
 
@@ -336,3 +336,21 @@ def deployment_delete(*, user, deployment: OnlineDeployment) -> OnlineDeployment
         audit_record(actor=user, action=AuditAction.DELETE, target_type="online-deployment",
                      target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace)
     return deployment
+
+
+# The data plane: scoring and server logs reach the running servers themselves (a local server's socket, or a cluster's
+# Service through the API server's service proxy). Transports come through here, never to endpoints.dataplane directly:
+# it is the layout contract's one exception to "only reconcile calls controlplane.kube" (see .importlinter).
+DEPLOYMENT_HEADER = dataplane.HEADER
+ScoringError = dataplane.ScoringError
+
+
+def endpoint_score(*, endpoint: OnlineEndpoint, deployments: dict[str, OnlineDeployment], body: bytes, content_type: str,
+                   requested: str | None) -> dataplane.Answer:
+    """Answer one scoring request from the deployment the traffic (or `requested`) picks; the mirror gets its share."""
+    return dataplane.score(endpoint, deployments, body, content_type, requested)
+
+
+def deployment_logs(*, deployment: OnlineDeployment, lines: int) -> str:
+    """The last `lines` lines of the deployment's server output (every replica's on Kubernetes)."""
+    return dataplane.deployment_logs(deployment, lines)

@@ -14,11 +14,11 @@ from rest_framework.views import APIView
 from controlplane.api import BadRequest, ETagMixin, error_body
 from controlplane.schema import ErrorSerializer
 from workspaces import access
+from workspaces import selectors as workspace_selectors
 from workspaces.authentication import user_for_token
-from workspaces.models import Workspace
 from workspaces.views import WorkspaceScopedMixin
 
-from . import dataplane, keys, selectors, services
+from . import keys, selectors, services
 from .models import OnlineDeployment, OnlineEndpoint
 from .serializers import (
     KeysSerializer,
@@ -54,7 +54,7 @@ class OnlineEndpointViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewS
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
-            return OnlineEndpoint.objects.none()
+            return selectors.endpoint_none()
         return selectors.endpoint_list(workspace=self.workspace)
 
     def get_object(self) -> OnlineEndpoint:
@@ -132,7 +132,7 @@ class OnlineDeploymentViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelVie
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
-            return OnlineDeployment.objects.none()
+            return selectors.deployment_none()
         return selectors.deployment_list(endpoint=self.endpoint)
 
     def get_object(self) -> OnlineDeployment:
@@ -172,8 +172,8 @@ class OnlineDeploymentViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelVie
         if not value.isdigit() or not 1 <= int(value) <= MAX_LOG_LINES:
             raise BadRequest(f"lines must be a whole number from 1 to {MAX_LOG_LINES}.", code="InvalidLines", target="lines")
         try:
-            text = dataplane.deployment_logs(self.get_object(), int(value))
-        except dataplane.ScoringError as exc:
+            text = services.deployment_logs(deployment=self.get_object(), lines=int(value))
+        except services.ScoringError as exc:
             return _error(exc.status, exc.code, str(exc))
         return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
@@ -219,7 +219,7 @@ def _authorisation(request, endpoint: OnlineEndpoint) -> str:
 
 def _unknown_endpoint(request, workspace_name: str, name: str, throttle: "ScoreAuthThrottle") -> JsonResponse:
     """404 only for a member of the workspace; anyone else gets the same 401 as a wrong key, so names don't leak."""
-    workspace = Workspace.objects.filter(name=workspace_name).first()
+    workspace = workspace_selectors.workspace_by_name(name=workspace_name)
     if workspace is not None and _role_check(_bearer(request), workspace, "read") == "ok":
         return _error(404, "NotFound", f"There is no online endpoint '{name}' here.")
     throttle.record_failure()
@@ -282,7 +282,7 @@ class ScoreView(APIView):
         auth=[{"bearerAuth": []}],
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="the model's answer; the deployment that served it "
-                                                                   f"is in the {dataplane.HEADER} response header"),
+                                                                   f"is in the {services.DEPLOYMENT_HEADER} response header"),
             401: OpenApiResponse(ErrorSerializer, description="Unauthorized: the same answer for a wrong key and an unknown endpoint."),
             403: OpenApiResponse(ErrorSerializer, description="Forbidden: an aml_token endpoint scored by a reader."),
             413: OpenApiResponse(ErrorSerializer, description="PayloadTooLarge: the body is over DOCKYARD_MAX_SCORE_BYTES."),
@@ -292,7 +292,7 @@ class ScoreView(APIView):
             503: OpenApiResponse(ErrorSerializer, description="DeploymentNotReady: the deployment is not serving yet."),
             504: OpenApiResponse(ErrorSerializer, description="ScoringTimeout: no answer within request_timeout_ms."),
         },
-        parameters=[OpenApiParameter(dataplane.HEADER, str, OpenApiParameter.HEADER, description="the deployment to use")],
+        parameters=[OpenApiParameter(services.DEPLOYMENT_HEADER, str, OpenApiParameter.HEADER, description="the deployment to use")],
     )
     def post(self, request, workspace_name: str, name: str):
         throttle = ScoreAuthThrottle()
@@ -311,9 +311,10 @@ class ScoreView(APIView):
         try:
             # The Content-Type header as sent, parameters (charset) included, as DRF's request.content_type gave it.
             content_type = request.META.get("CONTENT_TYPE", "")
-            answer = dataplane.score(endpoint, deployments, request.body, content_type, request.headers.get(dataplane.HEADER))
-        except dataplane.ScoringError as exc:
+            answer = services.endpoint_score(endpoint=endpoint, deployments=deployments, body=request.body, content_type=content_type,
+                                             requested=request.headers.get(services.DEPLOYMENT_HEADER))
+        except services.ScoringError as exc:
             return _error(exc.status, exc.code, str(exc))
         response = HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
-        response[dataplane.HEADER] = answer.deployment
+        response[services.DEPLOYMENT_HEADER] = answer.deployment
         return response

@@ -16,6 +16,11 @@ __all__ = ["FileRefused"]
 MAX_LOG_PAGE = 5000
 
 
+def job_none() -> QuerySet[Job]:
+    """No jobs: what schema generation lists (it has no user and no {ws})."""
+    return Job.objects.none()
+
+
 def job_list(*, workspace: Workspace) -> QuerySet[Job]:
     """A workspace's jobs (newest first) without the heavy columns a list does not show."""
     return (Job.objects.filter(workspace=workspace, deleting=False)

@@ -8,7 +8,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from controlplane.celery import enqueue_on_commit
-from controlplane.kube import client as kube
+from controlplane.kube.errors import KubeRejected, KubeTransient
 from controlplane.reconciling import backoff, chained_run, fresh
 
 from . import reconcile
@@ -66,11 +66,11 @@ def observe_jobs(self, compute_id: int, tick: bool = False) -> None:
         return observe_jobs.delay(compute_id)
     try:
         observed = reconcile.observe_compute(jobs[0].compute, jobs)
-    except kube.KubeTransient as exc:
+    except KubeTransient as exc:
         countdown = max(OBSERVE_EVERY, backoff(self.request.retries, exc.retry_after))
         # As a tick: the heartbeat just written is this loop's own, not another loop's.
         raise self.retry(kwargs={"tick": True}, countdown=countdown, exc=exc) from None
-    except kube.KubeRejected:
+    except KubeRejected:
         observed = {}  # the attachment broke: its checks say why; the loop keeps trying
     for job_id, (state, pods) in observed.items():
         with transaction.atomic():

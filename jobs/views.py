@@ -108,7 +108,7 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
-            return Job.objects.none()
+            return selectors.job_none()
         return selectors.job_list(workspace=self.workspace)
 
     def get_object(self) -> Job:

@@ -1,8 +1,9 @@
 """Read paths for workspaces, members, tokens and events."""
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.utils import timezone
 
 from .authentication import hash_token
+from .choices import Role
 from .models import ApiToken, AuditEvent, Invitation, Membership, Workspace
 
 
@@ -12,12 +13,45 @@ def workspace_list(*, user) -> QuerySet[Workspace]:
     return workspaces if user.is_staff else workspaces.filter(memberships__user=user)
 
 
+def workspace_none() -> QuerySet[Workspace]:
+    """No workspaces: what schema generation lists (it has no user and no {ws})."""
+    return Workspace.objects.none()
+
+
+def workspace_list_with_roles(*, user) -> QuerySet[Workspace]:
+    """The workspaces `user` may see, each with `my_role`; staff count as owners everywhere (as access.role_of says)."""
+    role = Value(Role.OWNER) if user.is_staff else Subquery(
+        Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
+    )
+    return workspace_list(user=user).annotate(my_role=role).select_related("created_by")
+
+
+def workspace_by_name(*, name: str) -> Workspace | None:
+    """The workspace called `name`, or None (for answers that must not say whether it exists)."""
+    return Workspace.objects.filter(name=name).first()
+
+
+def member_none() -> QuerySet[Membership]:
+    """No members: what schema generation lists (it has no user and no {ws})."""
+    return Membership.objects.none()
+
+
 def member_list(*, workspace: Workspace) -> QuerySet[Membership]:
     return Membership.objects.filter(workspace=workspace).select_related("user")
 
 
+def token_none() -> QuerySet[ApiToken]:
+    """No tokens: what schema generation lists (it has no user and no {ws})."""
+    return ApiToken.objects.none()
+
+
 def token_list(*, user) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user)
+
+
+def event_none() -> QuerySet[AuditEvent]:
+    """No audit events: what schema generation lists (it has no user and no {ws})."""
+    return AuditEvent.objects.none()
 
 
 def event_list(*, workspace: Workspace) -> QuerySet[AuditEvent]:

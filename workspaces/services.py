@@ -11,9 +11,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 
-from controlplane.api import BadRequest, Conflict
+from controlplane.api import BadRequest, Conflict, PermissionDenied, Throttled, ValidationError
 
 from . import access, selectors
 from .audit import audit_record, changed_fields

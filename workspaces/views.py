@@ -1,4 +1,3 @@
-from django.db.models import OuterRef, Subquery, Value
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, permissions, status, viewsets
@@ -8,9 +7,8 @@ from controlplane.api import BadRequest, ETagMixin
 from controlplane.pagination import CountedCursorPagination
 
 from . import access, selectors, services
-from .choices import Role
 from .filters import AuditEventFilter, MembershipFilter
-from .models import ApiToken, AuditEvent, Membership, Workspace
+from .models import ApiToken
 from .serializers import (
     ApiTokenCreatedSerializer,
     ApiTokenCreateSerializer,
@@ -50,13 +48,8 @@ class WorkspaceViewSet(ETagMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user, no {ws}
-            return Workspace.objects.none()
-        user = self.request.user
-        # Staff count as owners everywhere (access.role_of); the list says so too.
-        role = Value(Role.OWNER) if user.is_staff else Subquery(
-            Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
-        )
-        return selectors.workspace_list(user=user).annotate(my_role=role).select_related("created_by")
+            return selectors.workspace_none()
+        return selectors.workspace_list_with_roles(user=self.request.user)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -98,7 +91,7 @@ class MemberViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user, no {ws}
-            return Membership.objects.none()
+            return selectors.member_none()
         return selectors.member_list(workspace=self.workspace)
 
     @extend_schema(request=MemberCreateSerializer, responses={201: MembershipSerializer})
@@ -130,7 +123,7 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user, no {ws}
-            return ApiToken.objects.none()
+            return selectors.token_none()
         return selectors.token_list(user=self.request.user)
 
     @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer})
@@ -183,7 +176,7 @@ class EventViewSet(WorkspaceScopedMixin, mixins.ListModelMixin, viewsets.Generic
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user, no {ws}
-            return AuditEvent.objects.none()
+            return selectors.event_none()
         return selectors.event_list(workspace=self.workspace)
 
 

@@ -11,9 +11,9 @@ from controlplane.reconciling import ProvisioningState, problem, set_status
 from controlplane.specs import SpecErrors
 
 from .. import shapes
+from ..connections import attachment_connection
 from ..manifests import INSTANCE_TYPE_API_VERSION, instance_type_manifest
 from ..models import Cluster, InstanceType
-from .computes import attachment_connection
 
 logger = logging.getLogger(__name__)
 DELETED = "deleted"  # what `_reconcile_one` answers instead of the changed fields when the row is to go

@@ -4,10 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compute import reconcile
+from compute import connections, reconcile
 from compute.manifests import INSTANCE_TYPE_CRD_NAME
 from compute.models import Cluster, ComputeTarget, InstanceType
-from compute.reconcile import computes
 from compute.tests.factories import kubeconfig as kubeconfig_text
 from controlplane.kube import client as kube
 from controlplane.kube.objects import MANAGED_BY
@@ -447,7 +446,7 @@ def test_a_revoked_attachment_is_unlinked_and_never_acts_for_the_cluster(owner_a
     second = attach(owner_api, fake_kube, name="second", kubeconfig=fake_kube.kubeconfig_yaml(token="second-token"))
     assert first.cluster_id == second.cluster_id
     ComputeTarget.objects.filter(pk=first.pk).update(checked_at=first.checked_at.replace(year=2000))  # second is fresher
-    assert computes.attachment_connection(first.cluster).credential_version == computes.connection_for(second).credential_version
+    assert connections.attachment_connection(first.cluster).credential_version == connections.connection_for(second).credential_version
     fake_kube.auth.users.pop("second-token")  # revoked on the cluster
     run_compute(second)
     second.refresh_from_db()

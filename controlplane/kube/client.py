@@ -8,7 +8,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import urllib3
 from django.conf import settings
@@ -21,7 +21,11 @@ from kubernetes.config.config_exception import ConfigException
 from controlplane import addresses
 
 from .connection import Connection
+
+# Callers catch the errors and build paths as kube.KubeTransient, kube.path_for: one name for the whole client.
+from .errors import KubeError, KubeNotFound, KubeRejected, KubeTransient  # noqa: F401
 from .objects import FIELD_MANAGER
+from .paths import path_for
 
 TIMEOUT = (5, 20)  # seconds: connect, read
 # Per cluster, per process; the Python client has no limiter of its own.
@@ -39,39 +43,7 @@ CERTIFICATE = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostna
 # parse in a built-in kind fails the conversion to its Go type.
 PERMANENT_500 = ("failed to create typed patch object", "failed to convert new object")
 POD_OWNERS = {"Job", "Deployment", "StatefulSet"}  # deleted in the foreground (see delete)
-PLURALS = {
-    "Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "Job": "jobs",
-    "Deployment": "deployments", "CustomResourceDefinition": "customresourcedefinitions",
-    "InstanceType": "instancetypes", "SelfSubjectAccessReview": "selfsubjectaccessreviews",
-    "HTTPRoute": "httproutes", "HorizontalPodAutoscaler": "horizontalpodautoscalers",
-    "StatefulSet": "statefulsets", "PersistentVolumeClaim": "persistentvolumeclaims",
-}
 
-
-class KubeError(Exception):
-    """Base of everything this module raises."""
-
-
-class KubeTransient(KubeError):
-    """Worth retrying: timeouts, dropped connections, 409, 429, 5xx. `retry_after` in seconds when the server said."""
-
-    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.status = status  # the HTTP status when the server answered (its message is then in the text)
-
-
-class KubeRejected(KubeError):
-    """The server refused the request as such (400/401/403/404/422): retrying will not help until it changes."""
-
-    def __init__(self, message: str, status: int, reason: str = ""):
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-
-
-class KubeNotFound(KubeRejected):
-    """404: the object (or the kind) does not exist."""
 
 
 class AnswerTooLarge(urllib3.exceptions.HTTPError):
@@ -226,20 +198,6 @@ def _respect_retry_after(conn: Connection) -> None:
 
 def _remember_retry_after(conn: Connection, seconds: float) -> None:
     cache.set(_backoff_key(conn), time.time() + seconds, timeout=int(seconds) + 1)
-
-
-def path_for(api_version: str, kind: str, name: str | None = None, namespace: str | None = None, sub: str | None = None) -> str:
-    """The REST path of a kind (and object): /api/v1/... for the core group, /apis/<group>/<version>/... otherwise."""
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    parts = [base]
-    if namespace:
-        parts += ["namespaces", quote(namespace, safe="")]
-    parts.append(PLURALS[kind])
-    if name:
-        parts.append(quote(name, safe=""))
-    if sub:
-        parts.append(sub)
-    return "/".join(parts)
 
 
 def request(conn: Connection, method: str, path: str, *, query: list | None = None, body=None, content_type: str | None = None,

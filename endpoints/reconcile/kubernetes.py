@@ -1,7 +1,7 @@
 """Kubernetes deployments (Deployment + Service + HPA) and the endpoint's HTTPRoute; status from the rollout."""
 from django.conf import settings
 
-from compute.reconcile.computes import connection_for
+from compute.connections import connection_for
 from compute.selectors import instance_type_get
 from controlplane.kube import client as kube
 from controlplane.kube.pods import pending_reason

@@ -6,8 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from compute import shapes
+from compute.connections import connection_for
 from compute.models import InstanceType
-from compute.reconcile.computes import connection_for
 from compute.selectors import instance_type_get
 from controlplane.kube import client as kube
 from controlplane.kube.objects import GPU, managed_selector

@@ -80,7 +80,9 @@ def test_jobs_reconcile_takes_only_the_connection_helpers_of_compute_reconcile()
 
 PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kube/objects.py", "controlplane/kube/quantities.py",
         "controlplane/kube/pods.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py",
-        "jobs/spec.py", "jobs/manifests.py"]
+        "jobs/spec.py", "jobs/manifests.py",
+        "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py", "assets/specs/model.py",
+        "assets/specs/data.py", "assets/curated.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 

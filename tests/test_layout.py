@@ -97,7 +97,8 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "controlplane/kube/quantities.py", "controlplane/kube/pods.py", "controlplane/kube/errors.py",
         "controlplane/kube/paths.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py",
         "compute/shapes.py", "jobs/spec.py", "jobs/manifests.py", "endpoints/spec.py", "endpoints/manifests.py",
-        "endpoints/keys.py"]
+        "endpoints/keys.py", "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py",
+        "assets/specs/model.py", "assets/specs/data.py", "assets/curated.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 

@@ -1,0 +1,1 @@
+"""Azure ML asset YAML (environments, models, data) and asset references, parsed without Django."""

@@ -1,13 +1,15 @@
 """Read paths for compute records and the static catalogs."""
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from controlplane.kube import quantities
 from controlplane.kube.objects import GPU
+from controlplane.reconciling import ProvisioningState
 from workspaces import access
 from workspaces.models import Workspace
 
 from . import capabilities, shapes, vmsizes
+from .choices import ComputeType
 from .manifests import instance_type_manifest
 from .models import ComputeTarget, InstanceType
 
@@ -17,13 +19,29 @@ def compute_none() -> QuerySet[ComputeTarget]:
     return ComputeTarget.objects.none()
 
 
-def compute_list(*, workspace: Workspace, load_creators: bool = True) -> QuerySet[ComputeTarget]:
-    """A workspace's compute records, secrets left in the database."""
+def compute_list(*, workspace: Workspace, load_creators: bool = True, types=None) -> QuerySet[ComputeTarget]:
+    """A workspace's compute records (of `types` only, when given), secrets left in the database."""
     computes = ComputeTarget.objects.filter(workspace=workspace).defer("secrets_encrypted")
+    if types is not None:
+        computes = computes.filter(type__in=types)
     if load_creators:
         return computes.select_related("created_by")
     # API pages need only the name (compute_as_dict reads it): a User built per row took a third of the list's time.
     return computes.annotate(created_by_name=F("created_by__username"))
+
+
+def compute_type_counts(*, workspace: Workspace) -> dict[str, int]:
+    """How many compute records of each type the workspace has (the studio hub's tab counts)."""
+    return dict(compute_list(workspace=workspace).order_by().values_list("type").annotate(n=Count("pk")))
+
+
+def kubernetes_compute_list(*, workspace: Workspace, deleting: bool = False) -> QuerySet[ComputeTarget]:
+    """The workspace's Kubernetes computes by name, cluster loaded: where jobs and deployments can run (and, with
+    `deleting`, the ones on their way out too)."""
+    computes = compute_list(workspace=workspace, load_creators=False).filter(type=ComputeType.KUBERNETES)
+    if not deleting:
+        computes = computes.exclude(provisioning_state=ProvisioningState.DELETING)
+    return computes.select_related("cluster").order_by("name")
 
 
 def compute_get(*, workspace: Workspace, name: str) -> ComputeTarget:

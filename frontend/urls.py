@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import clusters, compute, endpoints, home, instance_types, jobs, members, tokens, users
+from .views import clusters, compute, deployments, endpoints, home, instance_types, jobs, members, tokens, users
 
 app_name = "frontend"
 
@@ -45,11 +45,11 @@ workspace_urls = [
     path("endpoints/<str:name>/keys/regenerate/", endpoints.regenerate, name="endpoint-regenerate"),
     path("endpoints/<str:name>/delete/", endpoints.delete, name="endpoint-delete"),
     # Two-segment paths for adding, so that a deployment may be called "new".
-    path("endpoints/<str:name>/deployments/new/form/", endpoints.deployment_create, name="deployment-create"),
-    path("endpoints/<str:name>/deployments/new/paste/", endpoints.deployment_paste, name="deployment-paste"),
-    path("endpoints/<str:name>/deployments/new/preview/", endpoints.deployment_preview, name="deployment-preview"),
-    path("endpoints/<str:name>/deployments/<str:deployment>/scale/", endpoints.deployment_scale, name="deployment-scale"),
-    path("endpoints/<str:name>/deployments/<str:deployment>/delete/", endpoints.deployment_delete, name="deployment-delete"),
+    path("endpoints/<str:name>/deployments/new/form/", deployments.create, name="deployment-create"),
+    path("endpoints/<str:name>/deployments/new/paste/", deployments.paste, name="deployment-paste"),
+    path("endpoints/<str:name>/deployments/new/preview/", deployments.preview, name="deployment-preview"),
+    path("endpoints/<str:name>/deployments/<str:deployment>/scale/", deployments.scale, name="deployment-scale"),
+    path("endpoints/<str:name>/deployments/<str:deployment>/delete/", deployments.delete, name="deployment-delete"),
     path("endpoints/<str:name>/<str:section>/", endpoints.detail, name="endpoint-section"),
     path("members/", members.members, name="members"),
     path("members/<str:username>/role/", members.member_role, name="member-role"),

@@ -2,13 +2,14 @@
 from typing import BinaryIO
 
 from django.conf import settings
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from workspaces.models import Workspace
 
 from . import files
 from .choices import Target
 from .files import FileRefused  # what output_list and output_file raise (transports catch it from here)
+from .filters import JobFilter
 from .models import Job, JobEvent, JobLogLine
 
 __all__ = ["FileRefused"]
@@ -25,6 +26,29 @@ def job_list(*, workspace: Workspace) -> QuerySet[Job]:
     """A workspace's jobs (newest first) without the heavy columns a list does not show."""
     return (Job.objects.filter(workspace=workspace, deleting=False)
             .defer("manifests", "runner").annotate(created_by_name=F("created_by__username"), compute_ref=F("compute__name")))
+
+
+def job_list_filtered(*, workspace: Workspace, filters: dict) -> QuerySet[Job]:
+    """A workspace's jobs newest first, filtered as the list's filters say (status, compute, experiment_name)."""
+    return JobFilter(filters, queryset=job_list(workspace=workspace)).qs.order_by("-created_at", "-id")
+
+
+def job_page(*, workspace: Workspace, filters: dict, before: str, size: int) -> list[Job]:
+    """Up to `size` filtered jobs listed after the one with pk `before` (from the newest when it is none)."""
+    jobs = job_list_filtered(workspace=workspace, filters=filters)
+    anchor = jobs.filter(pk=before).values("created_at", "pk").first() if before.isdigit() else None
+    if anchor is not None:
+        jobs = jobs.filter(Q(created_at__lt=anchor["created_at"]) | Q(created_at=anchor["created_at"], pk__lt=anchor["pk"]))
+    return list(jobs[:size])
+
+
+def job_count(*, workspace: Workspace, filters: dict) -> int:
+    return job_list_filtered(workspace=workspace, filters=filters).count()
+
+
+def experiment_list(*, workspace: Workspace) -> list[str]:
+    """The experiment names the workspace's jobs were filed under, alphabetically."""
+    return list(job_list(workspace=workspace).order_by("experiment_name").values_list("experiment_name", flat=True).distinct())
 
 
 def job_get(*, workspace: Workspace, name: str) -> Job:

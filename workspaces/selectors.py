@@ -1,5 +1,6 @@
 """Read paths for workspaces, members, tokens and events."""
-from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .authentication import hash_token
@@ -36,6 +37,24 @@ def member_none() -> QuerySet[Membership]:
     return Membership.objects.none()
 
 
+def workspace_visible(*, user, name: str) -> Workspace | None:
+    """The workspace called `name` if the user may see it, else None."""
+    return workspace_list(user=user).filter(name=name).first()
+
+
+def workspace_card_list(*, user) -> QuerySet[Workspace]:
+    """The user's workspaces with their role and how many members and computes each has, in one query."""
+    role = Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
+    # Counted in subqueries: workspace_list joins memberships for non-staff, which would skew a plain Count.
+    members = Membership.objects.filter(workspace=OuterRef("pk")).order_by().values("workspace")
+    members = members.annotate(n=Count("pk")).values("n")
+    return workspace_list(user=user).annotate(
+        my_role=Subquery(role),
+        member_count=Coalesce(Subquery(members, output_field=IntegerField()), 0),
+        compute_count=Count("computes", distinct=True),
+    )
+
+
 def member_list(*, workspace: Workspace) -> QuerySet[Membership]:
     return Membership.objects.filter(workspace=workspace).select_related("user")
 
@@ -43,6 +62,10 @@ def member_list(*, workspace: Workspace) -> QuerySet[Membership]:
 def token_none() -> QuerySet[ApiToken]:
     """No tokens: what schema generation lists (it has no user and no {ws})."""
     return ApiToken.objects.none()
+
+
+def member_get(*, workspace: Workspace, username: str) -> Membership | None:
+    return member_list(workspace=workspace).filter(user__username=username).first()
 
 
 def token_list(*, user) -> QuerySet[ApiToken]:
@@ -54,8 +77,21 @@ def event_none() -> QuerySet[AuditEvent]:
     return AuditEvent.objects.none()
 
 
+def token_get(*, user, token_id: int) -> ApiToken | None:
+    return token_list(user=user).filter(pk=token_id).first()
+
+
 def event_list(*, workspace: Workspace) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.filter(workspace=workspace)
+
+
+def event_page(*, workspace: Workspace, before: str, size: int) -> list[AuditEvent]:
+    """Up to `size` events, newest first, listed after the one with pk `before` (from the newest when it is none)."""
+    events = event_list(workspace=workspace)
+    anchor = events.filter(pk=before).first() if before.isdigit() else None
+    if anchor is not None:
+        events = events.filter(Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, pk__lt=anchor.pk))
+    return list(events[:size])
 
 
 def invitation_open(*, raw: str, lock: bool = False) -> Invitation | None:

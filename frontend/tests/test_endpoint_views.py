@@ -1,101 +1,28 @@
-"""The studio's Endpoints pages through the Django test client: the list and create form, an endpoint's tabs, the
-add-deployment form, traffic sliders, instance count, Test and Consume.
+"""The studio's Endpoints pages through the Django test client: the list and create form, an endpoint's tabs (cards,
+traffic sliders, Test, Consume, logs, manifests) and deleting an endpoint; test_deployment_views.py has the
+deployments' own pages.
 
 Records are made through endpoints.services (as the pages do); no worker runs here, so states stay where the test puts
 them, and the Test tab's call to a deployment's server is replaced by a stand-in for `dataplane.forward`.
 """
 import html
 import re
-from pathlib import Path
 
 import pytest
-import yaml
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from compute.models import Cluster, ComputeTarget, InstanceType
+from compute.models import ComputeTarget
 from compute.runners import local as runner
 from controlplane.reconciling import ProvisioningState
 from endpoints import dataplane, keys
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.reconcile.local import folder_of
-from endpoints.services import deployment_create, endpoint_create, endpoint_update
+from endpoints.services import endpoint_create
 
-LIST = "/w/team-a/endpoints/"
-EP = "/w/team-a/endpoints/adder/"
-ADDER = Path(__file__).resolve().parents[2] / "endpoints" / "tests" / "data" / "adder"
-VENV = "/opt/inference-venv"  # not started here: any path will do
-DEPLOYMENT_FORM = {"name": "blue", "code": str(ADDER), "scoring_script": "score.py", "venv": VENV, "instance_count": "1",
-                   "environment_variables": "DEPLOYMENT_NAME=blue"}
+from .endpoint_pages import ADDER, DEPLOYMENT_FORM, EP, LIST, add, card_of, field_block, text
 
-
-def text(response) -> str:
-    return response.content.decode()
-
-
-def field_block(body: str, field: str) -> str:
-    """The rendered block of one form field: label, input, its errors and help."""
-    return next(block for block in body.split('<div class="mb-3 field ') if f'id="id_{field}"' in block)
-
-
-def card_of(body: str, name: str) -> str:
-    return re.search(rf'<div class="card deployment-card h-100" data-deployment="{name}">(.*?)\n    </div>\n', body, re.S).group(1)
-
-
-@pytest.fixture(autouse=True)
-def local_compute(settings, tmp_path, workspace):
-    settings.DOCKYARD_LOCAL_COMPUTE = True
-    workspace.local_compute_enabled = True  # off by default: enabled as staff would
-    workspace.save(update_fields=["local_compute_enabled"])
-    settings.DOCKYARD_DEPLOYMENT_DIR = tmp_path / "deployments"
-
-
-@pytest.fixture
-def endpoint(owner, workspace):
-    """A local endpoint `adder` with key authentication (its keys are thrown away)."""
-    made, _ = endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
-    return made
-
-
-def add(owner, endpoint, name: str, provisioning: str = ProvisioningState.SUCCEEDED, **status) -> OnlineDeployment:
-    """A local deployment of the adder script, left where a worker would leave it."""
-    deployment = deployment_create(user=owner, endpoint=endpoint, data={
-        "name": name, "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"},
-        "environment_variables": {"DEPLOYMENT_NAME": name}})
-    running = {"state": "Running", "replicas": 1, "ready_replicas": 1, "restarts": 0, "reason": ""}
-    OnlineDeployment.objects.filter(pk=deployment.pk).update(provisioning_state=provisioning, status={**running, **status})
-    return OnlineDeployment.objects.get(pk=deployment.pk)
-
-
-@pytest.fixture
-def blue_green(owner, endpoint):
-    """Two serving deployments with traffic 90/10."""
-    add(owner, endpoint, "blue")
-    add(owner, endpoint, "green")
-    endpoint_update(user=owner, endpoint=endpoint, patch={"traffic": {"blue": 90, "green": 10}})
-    OnlineEndpoint.objects.filter(pk=endpoint.pk).update(provisioning_state=ProvisioningState.SUCCEEDED)
-    return OnlineEndpoint.objects.get(pk=endpoint.pk)
-
-
-@pytest.fixture
-def kubernetes(workspace, owner):
-    """A Kubernetes compute whose cluster has one instance type besides the default (no cluster is contacted)."""
-    cluster = Cluster.objects.create(server="https://k8s.example.internal:6443")
-    InstanceType.objects.create(cluster=cluster, name="cpu-large", requests={"cpu": "2", "memory": "4Gi"},
-                                limits={"cpu": "4", "memory": "8Gi"}, gpu=0, provisioning_state=ProvisioningState.SUCCEEDED)
-    return ComputeTarget.objects.create(
-        workspace=workspace, name="k8s", type="kubernetes", cluster=cluster, created_by=owner,
-        provisioning_state=ProvisioningState.SUCCEEDED, properties={"server": cluster.server, "namespace": "ml"})
-
-
-@pytest.fixture
-def kube_endpoint(owner, workspace, kubernetes):
-    made, _ = endpoint_create(user=owner, workspace=workspace, data={"name": "fraud", "compute": "azureml:k8s"})
-    deployment_create(user=owner, endpoint=made, data={
-        "name": "blue", "code_configuration": {"code": "/var/azureml-app", "scoring_script": "score.py"},
-        "environment": {"image": "python:3.11-slim"}, "instance_type": "cpu-large", "instance_count": 2})
-    return made
+pytestmark = pytest.mark.usefixtures("local_endpoints")
 
 
 # The list and the create form
@@ -309,46 +236,6 @@ def test_a_reader_cannot_post_traffic(client_as, blue_green):
     assert OnlineEndpoint.objects.get(pk=blue_green.pk).traffic == {"blue": 90, "green": 10}
 
 
-# Instance count and delete
-
-
-def test_the_instance_count_form_updates_the_deployment(client_as, kube_endpoint):
-    response = client_as("contributor").post("/w/team-a/endpoints/fraud/deployments/blue/scale/", {"instance_count": "3"})
-    assert response.status_code == 302
-    deployment = OnlineDeployment.objects.get(name="blue")
-    assert deployment.instance_count == 3 and deployment.provisioning_state == ProvisioningState.UPDATING
-
-
-@pytest.mark.parametrize("value, message", [("0", "instance_count must be a whole number from 1"),
-                                            ("two", "instance_count must be a whole number from 1")])
-def test_a_bad_instance_count_is_shown_on_its_card(client_as, kube_endpoint, value, message):
-    response = client_as("contributor").post("/w/team-a/endpoints/fraud/deployments/blue/scale/", {"instance_count": value})
-    assert response.status_code == 200
-    blue = card_of(text(response), "blue")
-    assert "is-invalid" in blue and message in blue
-    assert OnlineDeployment.objects.get(name="blue").instance_count == 2
-    assert 'id="deployment-cards" hx-get' not in text(response)  # no poll wipes the error away
-
-
-def test_a_reader_cannot_scale(client_as, kube_endpoint):
-    assert client_as("reader").post("/w/team-a/endpoints/fraud/deployments/blue/scale/", {"instance_count": "3"}).status_code == 403
-    assert OnlineDeployment.objects.get(name="blue").instance_count == 2
-
-
-def test_deleting_a_deployment_with_traffic_is_refused_whatever_the_page_showed(client_as, blue_green):
-    response = client_as("contributor").post(f"{EP}deployments/blue/delete/", follow=True)
-    assert "takes 90% of the traffic" in text(response)
-    assert OnlineDeployment.objects.get(name="blue").provisioning_state == ProvisioningState.SUCCEEDED
-
-
-def test_deleting_a_deployment_without_traffic(client_as, owner, blue_green):
-    add(owner, blue_green, "idle")
-    response = client_as("contributor").post(f"{EP}deployments/idle/delete/")
-    assert response.status_code == 302
-    assert OnlineDeployment.objects.get(name="idle").provisioning_state == ProvisioningState.DELETING
-    assert client_as("reader").post(f"{EP}deployments/blue/delete/").status_code == 403
-
-
 def test_deleting_the_endpoint(client_as, blue_green):
     assert client_as("reader").post(f"{EP}delete/").status_code == 403
     response = client_as("contributor").post(f"{EP}delete/")
@@ -371,122 +258,6 @@ def test_the_cards_poll_while_something_moves_and_stop_when_settled(client_as, o
     polled = text(client_as("reader").get(f"{EP}status/"))
     assert polled.lstrip().startswith('<div id="deployment-cards">')  # settled: no further polling
     assert '<span id="endpoint-state" hx-swap-oob="true">' in polled and 'data-state="Succeeded"' in polled
-
-
-# Add a deployment
-
-
-def test_the_form_starts_with_the_venv_a_local_server_runs_in_and_its_yaml(client_as, settings, endpoint):
-    body = text(client_as("contributor").get(f"{EP}deployments/new/form/"))
-    assert f'value="{settings.DOCKYARD_INFERENCE_VENV}"' in field_block(body, "venv")
-    assert "none (local)" in field_block(body, "instance_type")
-    # what a local deployment cannot take is not offered: no image, no resources
-    assert 'id="id_image"' not in body and 'id="id_requests_cpu"' not in body and 'id="id_limits_gpu"' not in body
-    preview = yaml.safe_load(html.unescape(re.search(r'<code id="yaml-preview">(.*?)</code>', body, re.S).group(1)))
-    assert preview["endpoint_name"] == "adder" and preview["environment"] == {"venv": str(settings.DOCKYARD_INFERENCE_VENV)}
-    assert preview["code_configuration"] == {"code": "", "scoring_script": "score.py"}
-
-
-def test_the_live_preview_is_the_deployment_yaml(client_as, endpoint):
-    response = client_as("contributor").post(f"{EP}deployments/new/preview/", {
-        **DEPLOYMENT_FORM, "model": "/models/adder", "requests_cpu": "500m", "requests_memory": "512Mi", "limits_cpu": "1"})
-    document = yaml.safe_load(text(response))
-    assert document["$schema"].endswith("kubernetesOnlineDeployment.schema.json")
-    assert document["code_configuration"] == {"code": str(ADDER), "scoring_script": "score.py"}
-    assert document["model"] == {"path": "/models/adder"} and document["environment_variables"] == {"DEPLOYMENT_NAME": "blue"}
-    assert document["resources"] == {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "1"}}
-    assert document["instance_count"] == 1
-
-
-def test_adding_a_deployment_through_the_form(client_as, endpoint):
-    response = client_as("contributor").post(f"{EP}deployments/new/form/", DEPLOYMENT_FORM)
-    assert response.status_code == 302 and response["Location"] == EP
-    deployment = OnlineDeployment.objects.get(name="blue")
-    assert deployment.spec["code_configuration"] == {"code": str(ADDER), "scoring_script": "score.py"}
-    assert deployment.spec["environment_variables"] == {"DEPLOYMENT_NAME": "blue"}
-    assert deployment.spec["environment"] == {"venv": VENV}
-    assert deployment.instance_type == "" and deployment.provisioning_state == ProvisioningState.CREATING  # none locally
-
-
-@pytest.mark.parametrize("change, field, message", [
-    ({"code": str(ADDER.parent / "nowhere")}, "code", "does not exist on the Dockyard host"),
-    ({"code": "/nowhere/at/all"}, "code", "is not under a folder this server shares"),
-    ({"scoring_script": "missing.py"}, "scoring_script", "There is no missing.py"),
-    ({"name": "b"}, "name", "3–32 letters"),
-    ({"instance_count": "2"}, "instance_count", "instance_count must be 1"),
-    ({"requests_cpu": "1", "requests_memory": "1Gi"}, "requests_cpu", "leave resources out"),  # local: not limited
-    ({"limits_cpu": "2"}, "requests_cpu", "leave resources out"),
-    ({"environment_variables": "oops"}, "environment_variables", "is not key=value"),
-    ({"model": str(ADDER.parent / "no-model-here")}, "model", "does not exist"),
-    ({"model": "/no/model/here"}, "model", "is not under a folder this server shares"),
-])
-def test_deployment_errors_are_shown_at_their_field_and_nothing_is_created(client_as, endpoint, change, field, message):
-    response = client_as("contributor").post(f"{EP}deployments/new/form/", {**DEPLOYMENT_FORM, **change})
-    assert response.status_code == 200
-    block = field_block(text(response), field)
-    assert "is-invalid" in block and message in html.unescape(block)
-    assert not OnlineDeployment.objects.exists()
-
-
-def test_a_kubernetes_deployment_needs_an_image_and_offers_the_instance_types(client_as, kubernetes, owner, workspace):
-    endpoint_create(user=owner, workspace=workspace, data={"name": "fraud", "compute": "azureml:k8s"})
-    url = "/w/team-a/endpoints/fraud/deployments/new/form/"
-    body = text(client_as("contributor").get(url))
-    block = field_block(body, "instance_type")
-    assert "defaultinstancetype — 100m/2 cpu, 2Gi/2Gi" in block and 'value="cpu-large"' in block
-    assert 'id="id_venv"' not in body  # a local-only field
-    kube_form = {**DEPLOYMENT_FORM, "venv": "", "code": "/var/azureml-app", "instance_type": "cpu-large"}
-    response = client_as("contributor").post(url, kube_form)
-    assert "environment.image is required" in field_block(text(response), "image")
-    response = client_as("contributor").post(url, {**kube_form, "image": "python:3.11-slim", "instance_count": "3"})
-    assert response.status_code == 302
-    deployment = OnlineDeployment.objects.get(name="blue")
-    assert (deployment.instance_type, deployment.instance_count) == ("cpu-large", 3)
-
-
-def test_a_taken_deployment_name_is_a_conflict_at_the_name(client_as, owner, endpoint):
-    add(owner, endpoint, "blue")
-    block = field_block(text(client_as("contributor").post(f"{EP}deployments/new/form/", DEPLOYMENT_FORM)), "name")
-    assert "already has a deployment named" in html.unescape(block)
-    assert OnlineDeployment.objects.count() == 1
-
-
-def test_pasting_a_deployment_yaml(client_as, endpoint):
-    document = (f"name: green\ncode_configuration:\n  code: {ADDER}\n  scoring_script: score.py\n"
-                "environment_variables:\n  DEPLOYMENT_NAME: green\n")
-    response = client_as("contributor").post(f"{EP}deployments/new/paste/", {"yaml": document})
-    assert response.status_code == 302
-    assert OnlineDeployment.objects.get(name="green").spec["environment_variables"] == {"DEPLOYMENT_NAME": "green"}
-
-
-def test_pasting_an_uploaded_file(client_as, endpoint):
-    upload = SimpleUploadedFile("blue.yml", f"name: blue\ncode_configuration: {{code: {ADDER}, scoring_script: score.py}}\n".encode())
-    assert client_as("contributor").post(f"{EP}deployments/new/paste/", {"yaml_file": upload}).status_code == 302
-    assert OnlineDeployment.objects.filter(name="blue").exists()
-
-
-@pytest.mark.parametrize("document, message", [
-    ("name: [unclosed", "This is not valid YAML (line 1"),
-    ("", "Paste an online deployment"),
-    ("name: a\n---\nname: b\n", "one online deployment at a time"),
-    ("name: blue\nendpoint_name: other\nenvironment: {image: x}\ncode_configuration: {code: /tmp, scoring_script: s.py}\n",
-     "not &#x27;other&#x27;"),
-    ("name: blue\nenvironment: {image: x}\n", "code_configuration (code, scoring_script) is required"),
-])
-def test_pasted_yaml_errors_and_nothing_is_created(client_as, endpoint, document, message):
-    response = client_as("contributor").post(f"{EP}deployments/new/paste/", {"yaml": document})
-    assert response.status_code == 200
-    errors = re.search(r'id="yaml-errors">(.*?)</div>\s*<label', text(response), re.S).group(1)
-    assert message in errors
-    assert not OnlineDeployment.objects.exists()
-
-
-@pytest.mark.parametrize("url", ["deployments/new/form/", "deployments/new/paste/"])
-def test_a_reader_cannot_add_deployments(client_as, endpoint, url):
-    assert client_as("reader").get(f"{EP}{url}").status_code == 403
-    assert client_as("reader").post(f"{EP}{url}", DEPLOYMENT_FORM).status_code == 403
-    assert client_as("reader").post(f"{EP}deployments/new/preview/", DEPLOYMENT_FORM).status_code == 403
-    assert not OnlineDeployment.objects.exists()
 
 
 # Test

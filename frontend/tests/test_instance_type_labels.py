@@ -1,5 +1,5 @@
 """How the job and deployment forms name an instance type in their dropdowns."""
-from frontend.instance_type_form import choice_label
+from frontend.forms.instance_types import choice_label
 
 
 def row(name: str, requests: dict, limits: dict) -> dict:

@@ -525,6 +525,6 @@ def test_tokens_page_keeps_the_last_workspace_in_the_navigation(client_as, works
 
 def test_compute_types_in_the_form_match_the_serializers():
     from compute.serializers import SERIALIZERS
-    from frontend.compute_form import TYPE_FIELDS
+    from frontend.forms.compute import TYPE_FIELDS
 
     assert set(TYPE_FIELDS) == set(SERIALIZERS) == set(VALID_FORMS) == set(ComputeType.values)

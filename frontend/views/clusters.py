@@ -11,7 +11,8 @@ from compute.models import ComputeTarget
 from compute.serializers import SERIALIZERS
 from controlplane.reconciling import ProvisioningState
 
-from .. import attach_checks, compute_form
+from .. import attach_checks
+from ..forms import compute as compute_form
 from .common import USER_ERRORS, error_rows, require, workspace_page
 
 SECTIONS = (("overview", "Overview"), ("instance-types", "Instance types"), ("nodes", "Nodes"))

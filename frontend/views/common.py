@@ -21,7 +21,7 @@ def workspace_page(request, name: str) -> dict:
 def remembered_workspace(request) -> dict:
     """Context for pages outside a workspace: the last one visited, if the user may still see it."""
     name = request.session.get(REMEMBERED)
-    workspace = selectors.workspace_list(user=request.user).filter(name=name).first() if name else None
+    workspace = selectors.workspace_visible(user=request.user, name=name) if name else None
     return {"workspace": workspace, "perms": access.permissions_for(request.user, workspace) if workspace else {}}
 
 
@@ -31,6 +31,20 @@ def require(user, workspace, action: str) -> None:
         access.require(user, workspace, action)
     except exceptions.PermissionDenied as exc:
         raise PermissionDenied(str(exc.detail)) from None
+
+
+def paste_submit(request, create, text: str = "") -> tuple[str, object, list[dict]]:
+    """A Paste YAML post: the text (typed or uploaded), what `create(text)` made of it, and the errors that stopped it."""
+    upload = request.FILES.get("yaml_file")
+    try:
+        text = upload.read().decode("utf-8") if upload else request.POST.get("yaml", "")
+        return text, create(text), []
+    except UnicodeDecodeError:
+        return text, None, [{"target": "", "message": "The file is not UTF-8 text."}]
+    except ValueError as exc:  # not YAML, or not one document
+        return text, None, [{"target": "", "message": str(exc)}]
+    except USER_ERRORS as exc:
+        return text, None, error_rows(exc)
 
 
 def error_rows(exc: Exception, target: str = "") -> list[dict]:

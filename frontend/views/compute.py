@@ -1,7 +1,6 @@
 """The compute hub (Azure ML's tabs), the create form per type with its live YAML, details and delete."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,7 +12,7 @@ from compute.models import ComputeTarget
 from compute.serializers import SERIALIZERS
 from controlplane.reconciling import ProvisioningState
 
-from .. import compute_form
+from ..forms import compute as compute_form
 from . import clusters
 from .common import USER_ERRORS, error_rows, require, workspace_page
 
@@ -58,11 +57,10 @@ def hub(request, ws):
     """One tab of the hub; an htmx request (Refresh) gets just the list."""
     context = workspace_page(request, ws)
     tab = request.GET.get("tab") if request.GET.get("tab") in STUDIO_TABS else "instances"
-    computes = selectors.compute_list(workspace=context["workspace"])
-    counts = dict(computes.order_by().values_list("type").annotate(n=Count("pk")))
+    counts = selectors.compute_type_counts(workspace=context["workspace"])
     context.update(
         nav="compute", tab=tab, tab_label=TAB_LABELS[tab], summary_label=TAB_SUMMARY[tab],
-        computes=computes.filter(type__in=STUDIO_TABS[tab]), new_types=type_choices(tab),
+        computes=selectors.compute_list(workspace=context["workspace"], types=STUDIO_TABS[tab]), new_types=type_choices(tab),
         tabs=[(key, label, sum(counts.get(t, 0) for t in STUDIO_TABS[key])) for key, label in TAB_LABELS.items()],
     )
     template = "frontend/compute/_list.html" if request.htmx else "frontend/compute/hub.html"

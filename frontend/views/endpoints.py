@@ -1,5 +1,5 @@
-"""Online endpoints: the list with its create form, an endpoint's tabs (details with deployment cards and traffic
-sliders, Test, Consume, deployment logs, manifests) and the add-deployment form (or pasted YAML).
+"""Online endpoints: the list with its create form and an endpoint's tabs (details with deployment cards and traffic
+sliders, Test, Consume, deployment logs, manifests); deployments.py has the deployments' own forms and buttons.
 
 Every change goes through endpoints.services, the same path as the REST API; the Test tab calls the data plane
 directly (a workspace member needs no key here), as the score URL does after checking one.
@@ -22,7 +22,8 @@ from endpoints import dataplane, selectors, services
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.serializers import scoring_uri
 
-from .. import endpoint_forms as forms
+from ..forms import endpoints as forms
+from ..forms.yaml import manifests_yaml
 from .common import USER_ERRORS, error_rows, require, workspace_page
 
 logger = logging.getLogger(__name__)
@@ -83,13 +84,6 @@ def endpoint_or_404(workspace, name: str) -> OnlineEndpoint:
     try:
         return selectors.endpoint_get(workspace=workspace, name=name)
     except OnlineEndpoint.DoesNotExist:
-        raise Http404 from None
-
-
-def deployment_or_404(endpoint: OnlineEndpoint, name: str) -> OnlineDeployment:
-    try:
-        return selectors.deployment_get(endpoint=endpoint, name=name)
-    except OnlineDeployment.DoesNotExist:
         raise Http404 from None
 
 
@@ -188,8 +182,8 @@ def log_context(request, context: dict) -> dict:
 
 def manifests_context(context: dict) -> dict:
     return {
-        "route_yaml": forms.manifests_yaml(context["endpoint"].manifests) if context["endpoint"].manifests else "",
-        "deployment_manifests": [(deployment, forms.manifests_yaml(deployment.manifests) if deployment.manifests else "")
+        "route_yaml": manifests_yaml(context["endpoint"].manifests) if context["endpoint"].manifests else "",
+        "deployment_manifests": [(deployment, manifests_yaml(deployment.manifests) if deployment.manifests else "")
                                  for deployment in context["deployments"]],
     }
 
@@ -326,105 +320,3 @@ def delete(request, ws, name):
     endpoint = services.endpoint_delete(user=request.user, endpoint=endpoint_or_404(context["workspace"], name))
     messages.success(request, f"Endpoint {endpoint.name} is being deleted with its deployments.")
     return redirect("frontend:endpoints", ws=ws)
-
-
-# Deployments
-
-
-def deployment_form(request, context: dict, data, errors: list[dict]):
-    """The add-deployment form with its values, each error at its field (the rest on top) and its YAML."""
-    endpoint = context["endpoint"]
-    fields, stray = forms.bind_deployment(endpoint, data, errors)
-    body, _ = forms.deployment_body(data, endpoint.name)
-    context.update(mode="form", fields=fields, stray_errors=stray, yaml=forms.as_yaml(body))
-    return render(request, "frontend/endpoints/deployment_form.html", context)
-
-
-def deployment_page(request, ws: str, name: str) -> dict:
-    context = use_context(request, ws, name, "details")
-    if context["deleting"]:
-        raise Http404  # nothing can be added to an endpoint on its way out
-    return context
-
-
-@login_required
-def deployment_create(request, ws, name):
-    """The add-deployment form; a valid post becomes a deployment through deployment_create, the one validator."""
-    context = deployment_page(request, ws, name)
-    data, errors = forms.deployment_initial(context["endpoint"]), []
-    if request.method == "POST":
-        data = request.POST
-        body, errors = forms.deployment_body(request.POST, name)
-        if not errors:
-            try:
-                deployment = services.deployment_create(user=request.user, endpoint=context["endpoint"], data=body)
-            except USER_ERRORS as exc:
-                errors = error_rows(exc, target="name")  # a bare conflict is about the name
-            else:
-                messages.success(request, f"Deployment {deployment.name} added.")  # its card says how it is doing, as it changes
-                return redirect(endpoint_url(ws, name))
-    return deployment_form(request, context, data, errors)
-
-
-@login_required
-def deployment_paste(request, ws, name):
-    """Paste (or upload) a deployment's YAML, as `online-deployment create -f` takes it."""
-    context = deployment_page(request, ws, name)
-    text, errors = "", []
-    if request.method == "POST":
-        upload = request.FILES.get("yaml_file")
-        try:
-            text = upload.read().decode("utf-8") if upload else request.POST.get("yaml", "")
-            deployment = services.deployment_create(user=request.user, endpoint=context["endpoint"],
-                                                    data=forms.parse_yaml(text, "an online deployment"))
-        except UnicodeDecodeError:
-            errors = [{"target": "", "message": "The file is not UTF-8 text."}]
-        except ValueError as exc:
-            errors = [{"target": "", "message": str(exc)}]
-        except USER_ERRORS as exc:
-            errors = error_rows(exc)
-        else:
-            messages.success(request, f"Deployment {deployment.name} added.")
-            return redirect(endpoint_url(ws, name))
-    context.update(mode="yaml", yaml_text=text, yaml_errors=errors, example=forms.LOCAL_YAML_EXAMPLE if context["local"] else forms.YAML_EXAMPLE)
-    return render(request, "frontend/endpoints/deployment_form.html", context)
-
-
-@login_required
-@require_POST
-def deployment_preview(request, ws, name):
-    """The deployment YAML the form amounts to, re-rendered as the user types."""
-    deployment_page(request, ws, name)
-    body, _ = forms.deployment_body(request.POST, name)
-    return HttpResponse(forms.as_yaml(body), content_type="text/plain; charset=utf-8")
-
-
-@login_required
-@require_POST
-def deployment_scale(request, ws, name, deployment):
-    """The card's instance-count form: deployment_update checks the whole deployment again."""
-    context = use_context(request, ws, name, "details")
-    record = deployment_or_404(context["endpoint"], deployment)
-    raw = request.POST.get("instance_count", "").strip()
-    try:
-        services.deployment_update(user=request.user, deployment=record, patch={"instance_count": forms.as_number(raw)})
-    except USER_ERRORS as exc:
-        context.update(details_context(context, card_errors={deployment: [row["message"] for row in error_rows(exc)]}))
-        return render(request, "frontend/endpoints/detail.html", context)
-    messages.success(request, f"Deployment {deployment} is being scaled to {raw} instance{'s' if raw != '1' else ''}.")
-    return redirect(endpoint_url(ws, name))
-
-
-@login_required
-@require_POST
-def deployment_delete(request, ws, name, deployment):
-    """Delete a deployment without traffic (the service refuses one with traffic, whatever the page showed)."""
-    context = use_context(request, ws, name, "details")
-    record = deployment_or_404(context["endpoint"], deployment)
-    try:
-        services.deployment_delete(user=request.user, deployment=record)
-    except USER_ERRORS as exc:
-        messages.error(request, error_rows(exc)[0]["message"])
-    else:
-        messages.success(request, f"Deployment {deployment} is being stopped and deleted.")
-    return redirect(endpoint_url(ws, name))

@@ -2,28 +2,12 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
 from django.shortcuts import redirect, render
 
 from workspaces import access, selectors, services
-from workspaces.models import Membership
 
-from ..forms import WorkspaceForm
+from ..forms.workspaces import WorkspaceForm
 from .common import USER_ERRORS, error_rows, remembered_workspace, workspace_page
-
-
-def workspace_cards(user):
-    """The user's workspaces with their role and how many members and computes each has, in one query."""
-    role = Membership.objects.filter(workspace=OuterRef("pk"), user=user).values("role")[:1]
-    # Counted in subqueries: workspace_list joins memberships for non-staff, which would skew a plain Count.
-    members = Membership.objects.filter(workspace=OuterRef("pk")).order_by().values("workspace")
-    members = members.annotate(n=Count("pk")).values("n")
-    return selectors.workspace_list(user=user).annotate(
-        my_role=Subquery(role),
-        member_count=Coalesce(Subquery(members, output_field=IntegerField()), 0),
-        compute_count=Count("computes", distinct=True),
-    )
 
 
 @login_required
@@ -43,7 +27,7 @@ def home(request):
             messages.success(request, f"Workspace {workspace.name} created; you are its owner.")
             return redirect("frontend:compute", ws=workspace.name)
     context = {**remembered_workspace(request), "nav": "home", "form": form, "may_create": may_create}
-    context["workspaces"] = workspace_cards(request.user)
+    context["workspaces"] = selectors.workspace_card_list(user=request.user)
     return render(request, "frontend/home.html", context)
 
 

@@ -9,27 +9,11 @@ from django.views.decorators.http import require_POST
 from compute import selectors, services
 from controlplane.reconciling import ProvisioningState
 
-from .. import instance_type_form as form
+from ..forms import instance_types as form
 from .clusters import kubernetes_compute
-from .common import USER_ERRORS, error_rows, require, workspace_page
+from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
 
 BUILTIN = "builtin"
-YAML_EXAMPLE = """apiVersion: amlarc.azureml.com/v1alpha1
-kind: InstanceType
-metadata:
-  name: gpu-small
-spec:
-  nodeSelector:
-    nvidia.com/gpu.present: "true"
-  resources:
-    requests:
-      cpu: "1"
-      memory: 4Gi
-    limits:
-      cpu: "2"
-      memory: 8Gi
-      nvidia.com/gpu: 1
-"""
 
 
 def compute_page(request, ws: str, name: str, *, manage: bool = False) -> dict:
@@ -69,8 +53,8 @@ def detail(request, ws, name, it):
     context.update(
         row=row, can_edit=editable(context, row), can_delete=editable(context, row) and row["source"] != BUILTIN,
         nodes_synced=bool(context["compute"].cluster and context["compute"].cluster.nodes_read_at),
-        manifest_yaml=form.as_yaml(row["manifest"]) if row["manifest"] else "",
-        shape_yaml=form.as_yaml(form.cr_of(row)), observed_yaml=form.as_yaml(observed) if observed else "",
+        manifest_yaml=form.cr_yaml(row["manifest"]) if row["manifest"] else "",
+        shape_yaml=form.cr_yaml(form.cr_of(row)), observed_yaml=form.cr_yaml(observed) if observed else "",
         diff=form.spec_diff(row["manifest"]["spec"], observed) if row["status"]["drifted"] else [],
     )
     return render(request, "frontend/kubernetes/instance_type.html", context)
@@ -80,7 +64,7 @@ def render_form(request, context: dict, data, errors: list[dict], *, mode: str, 
     fields, stray = form.bind(data, errors)
     body, _ = form.body_of(data)
     context.update(
-        mode=mode, row=row, fields=fields, stray_errors=stray, yaml=form.as_yaml(form.cr_of(body)),
+        mode=mode, row=row, fields=fields, stray_errors=stray, yaml=form.cr_yaml(form.cr_of(body)),
         title=(f"Override {row['name']}" if row["source"] == BUILTIN else f"Edit {row['name']}") if row else "New instance type",
         verb="Save" if row else "Create",
     )
@@ -135,22 +119,16 @@ def paste(request, ws, name):
     context = compute_page(request, ws, name, manage=True)
     text, errors = "", []
     if request.method == "POST":
-        upload = request.FILES.get("yaml_file")
-        try:
-            text = upload.read().decode("utf-8") if upload else request.POST.get("yaml", "")
-            records = services.instance_types_create(user=request.user, compute=context["compute"], body=form.parse_yaml(text))
-        except UnicodeDecodeError:
-            errors = [{"target": "", "message": "The file is not UTF-8 text."}]
-        except ValueError as exc:
-            errors = [{"target": "", "message": str(exc)}]
-        except USER_ERRORS as exc:
-            errors = error_rows(exc)
-        else:
+        def create(text):
+            return services.instance_types_create(user=request.user, compute=context["compute"], body=form.pasted_body(text))
+
+        text, records, errors = paste_submit(request, create)
+        if not errors:
             names = ", ".join(record.name for record in records)
             many = len(records) > 1
             messages.success(request, f"Instance type{'s' if many else ''} {names} {'are' if many else 'is'} being applied to the cluster.")
             return redirect(list_url(context))
-    context.update(mode="yaml", title="New instance type", yaml_text=text, yaml_errors=errors, example=YAML_EXAMPLE, verb="Create")
+    context.update(mode="yaml", title="New instance type", yaml_text=text, yaml_errors=errors, example=form.YAML_EXAMPLE, verb="Create")
     return render(request, "frontend/kubernetes/instance_type_form.html", context)
 
 
@@ -160,7 +138,7 @@ def preview(request, ws, name):
     """The CR the form amounts to, re-rendered as the user types."""
     compute_page(request, ws, name, manage=True)
     body, _ = form.body_of(request.POST)
-    return HttpResponse(form.as_yaml(form.cr_of(body)), content_type="text/plain; charset=utf-8")
+    return HttpResponse(form.cr_yaml(form.cr_of(body)), content_type="text/plain; charset=utf-8")
 
 
 @login_required

@@ -3,22 +3,20 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from compute.choices import ComputeType
-from compute.selectors import compute_list
+from compute.selectors import kubernetes_compute_list
 from jobs import selectors, services
 from jobs.choices import CANCELABLE, TERMINAL, JobStatus
-from jobs.filters import JobFilter
 from jobs.models import Job
 from jobs.serializers import compute_reference
 
-from .. import job_form
-from .common import USER_ERRORS, error_rows, require, workspace_page
+from ..forms import jobs as job_form
+from ..forms.yaml import as_yaml, manifests_yaml
+from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
 
 JOBS_PER_PAGE = 25
 FILTERS = ("status", "compute", "experiment_name")
@@ -35,21 +33,12 @@ def filter_values(query) -> dict[str, str]:
 
 def filter_choices(workspace) -> dict:
     """The options of the three filter menus: statuses, where jobs run, the experiments jobs were filed under."""
-    computes = compute_list(workspace=workspace, load_creators=False).filter(type=ComputeType.KUBERNETES)
-    experiments = selectors.job_list(workspace=workspace).order_by("experiment_name").values_list("experiment_name", flat=True)
+    computes = kubernetes_compute_list(workspace=workspace, deleting=True)
     return {
         "statuses": JobStatus.values,
-        "computes": [job_form.LOCAL, job_form.SERVERLESS, *computes.order_by("name").values_list("name", flat=True)],
-        "experiments": list(experiments.distinct()),
+        "computes": [job_form.LOCAL, job_form.SERVERLESS, *(compute.name for compute in computes)],
+        "experiments": selectors.experiment_list(workspace=workspace),
     }
-
-
-def older_than(jobs, before: str):
-    """The jobs listed after the one with pk `before` in the list's order (newest first): the next page."""
-    anchor = jobs.filter(pk=before).values("created_at", "pk").first() if before.isdigit() else None
-    if anchor is None:
-        return jobs
-    return jobs.filter(Q(created_at__lt=anchor["created_at"]) | Q(created_at=anchor["created_at"], pk__lt=anchor["pk"]))
 
 
 @login_required
@@ -57,16 +46,15 @@ def job_list(request, ws):
     """Jobs newest first, filtered by status, compute and experiment (kept in the URL); htmx gets the card or rows."""
     context = workspace_page(request, ws)
     filters = filter_values(request.GET)
-    jobs = JobFilter(filters, queryset=selectors.job_list(workspace=context["workspace"])).qs.order_by("-created_at", "-id")
     before = request.GET.get("before", "")
-    page = list(older_than(jobs, before)[: JOBS_PER_PAGE + 1])
+    page = selectors.job_page(workspace=context["workspace"], filters=filters, before=before, size=JOBS_PER_PAGE + 1)
     context.update(
         nav="jobs", jobs=page[:JOBS_PER_PAGE], more=len(page) > JOBS_PER_PAGE, filters=filters,
         query=urlencode(filters),
     )
     if request.htmx and before:
         return render(request, "frontend/jobs/_rows.html", context)
-    context.update(filter_choices(context["workspace"]), count=jobs.count())
+    context.update(filter_choices(context["workspace"]), count=selectors.job_count(workspace=context["workspace"], filters=filters))
     template = "frontend/jobs/_list.html" if request.htmx else "frontend/jobs/list.html"
     return render(request, template, context)
 
@@ -82,7 +70,7 @@ def render_form(request, context: dict, data, errors: list[dict]):
     """The form with its values, each error at its field (the rest on top) and the YAML it amounts to."""
     fields, stray = job_form.bind(context["workspace"], data, errors)
     body, _ = job_form.job_body(data)
-    context.update(mode="form", fields=fields, stray_errors=stray, yaml=job_form.as_yaml(body))
+    context.update(mode="form", fields=fields, stray_errors=stray, yaml=as_yaml(body))
     return render(request, "frontend/jobs/form.html", context)
 
 
@@ -107,10 +95,11 @@ def create(request, ws):
 
 def clone_text(workspace, name: str) -> str:
     """A job's YAML without its name, to edit and submit again ("" when there is no such job)."""
-    job = Job.objects.filter(workspace=workspace, name=name).first()
-    if job is None:
+    try:
+        job = selectors.job_get(workspace=workspace, name=name)
+    except Job.DoesNotExist:
         return ""
-    return job_form.as_yaml(job_form.spec_document(job.spec, compute_reference(job), with_name=False))
+    return as_yaml(job_form.spec_document(job.spec, compute_reference(job), with_name=False))
 
 
 @login_required
@@ -119,17 +108,11 @@ def paste(request, ws):
     context = submit_page(request, ws)
     text, errors = clone_text(context["workspace"], request.GET.get("from", "")), []
     if request.method == "POST":
-        upload = request.FILES.get("yaml_file")
-        try:
-            text = upload.read().decode("utf-8") if upload else request.POST.get("yaml", "")
-            job = services.job_create(user=request.user, workspace=context["workspace"], data=job_form.parse_yaml(text))
-        except UnicodeDecodeError:
-            errors = [{"target": "", "message": "The file is not UTF-8 text."}]
-        except ValueError as exc:
-            errors = [{"target": "", "message": str(exc)}]
-        except USER_ERRORS as exc:
-            errors = error_rows(exc)
-        else:
+        def submit(text):
+            return services.job_create(user=request.user, workspace=context["workspace"], data=job_form.pasted_body(text))
+
+        text, job, errors = paste_submit(request, submit, text)
+        if not errors:
             messages.success(request, f"Job {job.name} was submitted.")
             return redirect("frontend:job", ws=ws, name=job.name)
     context.update(mode="yaml", yaml_text=text, yaml_errors=errors, example=job_form.YAML_EXAMPLE)
@@ -142,7 +125,7 @@ def preview(request, ws):
     """The job YAML the form amounts to, re-rendered as the user types."""
     submit_page(request, ws)
     body, _ = job_form.job_body(request.POST)
-    return HttpResponse(job_form.as_yaml(body), content_type="text/plain; charset=utf-8")
+    return HttpResponse(as_yaml(body), content_type="text/plain; charset=utf-8")
 
 
 @login_required
@@ -190,9 +173,9 @@ def section_context(job: Job, section: str) -> dict:
     if section == "logs":
         return log_context(job)
     if section == "yaml":
-        return {"yaml": job_form.as_yaml(job_form.spec_document(job.spec, compute_reference(job)))}
+        return {"yaml": as_yaml(job_form.spec_document(job.spec, compute_reference(job)))}
     if section == "manifest":
-        return {"manifest_yaml": job_form.manifests_yaml(job.manifests) if job.manifests else ""}
+        return {"manifest_yaml": manifests_yaml(job.manifests) if job.manifests else ""}
     if section == "outputs":
         return outputs_context(job)
     return {}

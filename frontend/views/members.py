@@ -2,7 +2,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,7 +12,7 @@ from rest_framework.exceptions import Throttled, ValidationError
 from workspaces import access, selectors, services
 from workspaces.choices import Role
 
-from ..forms import MemberForm, RoleForm
+from ..forms.workspaces import MemberForm, RoleForm
 from .common import USER_ERRORS, error_rows, require, workspace_page
 
 EVENTS_PER_PAGE = 25
@@ -54,7 +53,7 @@ def members(request, ws):
 
 
 def membership_or_404(workspace, username: str):
-    membership = selectors.member_list(workspace=workspace).filter(user__username=username).first()
+    membership = selectors.member_get(workspace=workspace, username=username)
     if membership is None:
         raise Http404
     return membership
@@ -127,14 +126,8 @@ def local_compute(request, ws):
 def events(request, ws):
     """Audit events newest first; "Load older" (htmx) asks for the page before the last event shown."""
     context = workspace_page(request, ws)
-    events = selectors.event_list(workspace=context["workspace"])
     before = request.GET.get("before", "")
-    if before.isdigit():
-        anchor = events.filter(pk=before).first()
-        if anchor is not None:
-            older = Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, pk__lt=anchor.pk)
-            events = events.filter(older)
-    page = list(events[: EVENTS_PER_PAGE + 1])
+    page = selectors.event_page(workspace=context["workspace"], before=before, size=EVENTS_PER_PAGE + 1)
     context.update(nav="events", events=page[:EVENTS_PER_PAGE], more=len(page) > EVENTS_PER_PAGE)
     template = "frontend/workspace/_event_rows.html" if request.htmx else "frontend/workspace/events.html"
     return render(request, template, context)

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from workspaces import selectors, services
 
-from ..forms import TokenForm
+from ..forms.workspaces import TokenForm
 from .common import remembered_workspace
 
 
@@ -35,7 +35,7 @@ def tokens(request):
 @login_required
 @require_POST
 def revoke(request, token_id):
-    token = selectors.token_list(user=request.user).filter(pk=token_id).first()
+    token = selectors.token_get(user=request.user, token_id=token_id)
     if token is None:
         raise Http404
     services.token_revoke(user=request.user, token=token)

@@ -9,7 +9,7 @@ from django.views.decorators.cache import never_cache
 
 from workspaces import selectors, services
 
-from ..forms import SetPasswordForm, UserForm
+from ..forms.workspaces import SetPasswordForm, UserForm
 from .common import USER_ERRORS, error_rows, remembered_workspace
 
 # The link's token is in the page's address: it must not leave in a Referer to another site or stay in a cache.

@@ -10,9 +10,27 @@ import yaml
 
 from compute.manifests import INSTANCE_TYPE_API_VERSION
 from controlplane.kube.objects import GPU
-from controlplane.parsers import load_yaml_documents
 
-from .compute_form import BoundField, Field, parse_pairs
+from .fields import BoundField, Field, errors_by_field, parse_pairs
+from .yaml import as_yaml, pasted_documents
+
+DEFAULT_INSTANCE_TYPE = "defaultinstancetype"
+YAML_EXAMPLE = """apiVersion: amlarc.azureml.com/v1alpha1
+kind: InstanceType
+metadata:
+  name: gpu-small
+spec:
+  nodeSelector:
+    nvidia.com/gpu.present: "true"
+  resources:
+    requests:
+      cpu: "1"
+      memory: 4Gi
+    limits:
+      cpu: "2"
+      memory: 8Gi
+      nvidia.com/gpu: 1
+"""
 
 FIELDS = (
     Field("name", "Name", required=True, help="Lowercase letters, digits, '-' and '.'; unique on the cluster."),
@@ -47,6 +65,13 @@ def choice_label(row: dict) -> str:
     return f"{row['name']} — {shape_label(row)}"
 
 
+def menu(rows: list[dict]) -> list[tuple[str, str]]:
+    """A compute's instance types as dropdown choices: empty (the default's shape, as the default is used) first."""
+    default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
+    choices = [("", choice_label(default) if default else DEFAULT_INSTANCE_TYPE)]
+    return choices + [(row["name"], choice_label(row)) for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
+
+
 def body_of(data) -> tuple[dict, list[dict]]:
     """The API body the form amounts to, and rows {target, message} for input that could not be read."""
     problems = []
@@ -77,8 +102,9 @@ def cr_of(body: dict) -> dict:
     return {"apiVersion": INSTANCE_TYPE_API_VERSION, "kind": "InstanceType", "metadata": {"name": body.get("name", "")}, "spec": spec}
 
 
-def as_yaml(document) -> str:
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+def cr_yaml(document) -> str:
+    """An instance type's CR or spec as YAML (multi-line strings stay quoted, as they always were here)."""
+    return as_yaml(document, text_blocks=False)
 
 
 def data_of(row: dict) -> dict:
@@ -103,21 +129,14 @@ def field_of(target: str) -> str:
 
 def bind(data, errors: list[dict]) -> tuple[dict[str, BoundField], list[dict]]:
     """Fields by name with their values and errors, plus the errors that belong to no field."""
-    by_field: dict[str, list[str]] = {}
-    for row in errors:
-        by_field.setdefault(field_of(row["target"]), []).append(row["message"])
+    by_field = errors_by_field(errors, field_of)
     bound = {spec.name: BoundField(spec, data.get(spec.name, ""), by_field.get(spec.name, [])) for spec in FIELDS}
     return bound, [row for row in errors if not field_of(row["target"])]
 
 
-def parse_yaml(text: str) -> object:
+def pasted_body(text: str) -> object:
     """Pasted YAML as one body: an InstanceType, an InstanceTypeList, or several InstanceTypes separated by ---."""
-    try:
-        documents = [document for document in load_yaml_documents(text) if document is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ValueError(f"This is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}.") from None
+    documents = pasted_documents(text)
     if not documents:
         raise ValueError("Paste an InstanceType or an InstanceTypeList.")
     if len(documents) == 1:

@@ -4,24 +4,17 @@ The body is exactly what the REST API and the CLI accept, so `jobs.services.job_
 this module only turns form fields into that body (numbers as ints, key=value lines as maps, the compute choice as
 `azureml:<name>`) and maps each error's field path (`resources.instance_count`) back to the field it came from.
 """
-import re
 from dataclasses import replace
 
-import yaml
+from compute.selectors import instance_type_list, kubernetes_compute_list
 
-from compute.choices import ComputeType
-from compute.selectors import compute_list, instance_type_list
-from controlplane.parsers import load_yaml_documents
-from controlplane.reconciling import ProvisioningState
-from workspaces.access import local_compute_allowed
-
-from .compute_form import BoundField, Field, parse_pairs
-from .instance_type_form import choice_label
+from .compute import LOCAL, target_choices
+from .fields import BoundField, Field, as_number, errors_by_field, parse_pairs
+from .instance_types import menu
+from .yaml import pasted_document
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
-LOCAL = "local"
 SERVERLESS = "serverless"
-DEFAULT_INSTANCE_TYPE = "defaultinstancetype"
 YAML_EXAMPLE = f"""$schema: {SCHEMA}
 type: command
 display_name: hello
@@ -52,7 +45,6 @@ FIELDS = (
     Field("tags", "Tags", "pairs", help="One key=value per line."),
 )
 FIELD_NAMES = {spec.name for spec in FIELDS}
-MANIFEST_HEAD = ("apiVersion", "kind", "metadata", "spec")
 SPEC_ORDER = ("display_name", "experiment_name", "description", "compute", "command", "code", "environment",
               "environment_variables", "resources", "distribution", "limits", "inputs", "outputs", "tags")
 # Error paths of the job body → the field that wrote them (the first match wins).
@@ -64,46 +56,6 @@ FIELD_OF_PREFIX = (
     ("limits", "timeout"),
     ("tags", "tags"),
 )
-
-
-class BlockDumper(yaml.SafeDumper):
-    """YAML as people write it: multi-line strings (commands, scripts) as `|` blocks rather than escaped lines."""
-
-
-def _represent_text(dumper: yaml.SafeDumper, text: str):
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
-
-
-BlockDumper.add_representer(str, _represent_text)
-
-
-def as_yaml(document) -> str:
-    """One document as YAML, keys in the order given."""
-    return yaml.dump(document, Dumper=BlockDumper, sort_keys=False, allow_unicode=True, width=100)
-
-
-def _sorted(value):
-    """Every mapping inside `value` with its keys in alphabetical order."""
-    if isinstance(value, dict):
-        return {key: _sorted(value[key]) for key in sorted(value)}
-    return [_sorted(item) for item in value] if isinstance(value, list) else value
-
-
-def manifests_yaml(manifests: list[dict]) -> str:
-    """Kubernetes objects as one multi-document file, as `kubectl apply -f` takes them.
-
-    The database hands JSON back in its own key order, so keys are put in kubectl's: apiVersion, kind, metadata, spec
-    first, then alphabetical (as `kubectl get -o yaml` prints them).
-    """
-    documents = []
-    for manifest in map(_sorted, manifests):
-        documents.append({**{key: manifest[key] for key in MANIFEST_HEAD if key in manifest}, **manifest})
-    return yaml.dump_all(documents, Dumper=BlockDumper, sort_keys=False, allow_unicode=True, width=100)
-
-
-def _number(raw: str):
-    # A mistyped number goes through as text, so the job's validator names the problem as the API does.
-    return int(raw) if re.fullmatch(r"-?\d+", raw) else raw
 
 
 def compute_of_choice(choice: str) -> str | None:
@@ -135,11 +87,11 @@ def job_body(data) -> tuple[dict, list[dict]]:
     if maps["environment_variables"]:
         body["environment_variables"] = maps["environment_variables"]
     resources = {key: value for key, value in (("instance_type", text["instance_type"]),
-                                               ("instance_count", _number(text["instance_count"]))) if value != ""}
+                                               ("instance_count", as_number(text["instance_count"]))) if value != ""}
     if resources:
         body["resources"] = resources
     if text["timeout"]:
-        body["limits"] = {"timeout": _number(text["timeout"])}
+        body["limits"] = {"timeout": as_number(text["timeout"])}
     if maps["tags"]:
         body["tags"] = maps["tags"]
     return body, problems
@@ -156,13 +108,7 @@ def field_of(target: str) -> str:
 
 def compute_choices(workspace) -> list[tuple[str, str]]:
     """Where a job can run: local (when this server allows it), each Kubernetes compute, serverless."""
-    choices = [(LOCAL, "local — the worker's host")] if local_compute_allowed(workspace) else []
-    computes = compute_list(workspace=workspace, load_creators=False).filter(type=ComputeType.KUBERNETES)
-    for compute in computes.exclude(provisioning_state=ProvisioningState.DELETING).order_by("name"):
-        state = "" if compute.provisioning_state == ProvisioningState.SUCCEEDED else f" ({compute.provisioning_state})"
-        choices.append((compute.name, f"{compute.name} — Kubernetes{state}"))
-    choices.append((SERVERLESS, "serverless"))
-    return choices
+    return [*target_choices(workspace), (SERVERLESS, "serverless")]
 
 
 def initial_compute(choices: list[tuple[str, str]]) -> str:
@@ -175,18 +121,14 @@ def instance_type_choices(workspace, compute_choice: str) -> tuple[list[tuple[st
     """The instance types the chosen compute offers, and a note on what leaving it empty means."""
     if compute_choice == LOCAL:
         return [("", "none (local)")], "A local job is one process on the worker's host: it has no pod shape."
-    computes = compute_list(workspace=workspace, load_creators=False).filter(type=ComputeType.KUBERNETES)
-    computes = computes.exclude(provisioning_state=ProvisioningState.DELETING).select_related("cluster")
+    computes = list(kubernetes_compute_list(workspace=workspace))
     if compute_choice == SERVERLESS:
         names = sorted({row["name"] for compute in computes for row in instance_type_list(compute=compute)})
         choices = [("", "the smallest that fits a node now")]
         return choices + [(name, name) for name in names], "Placement picks the compute that has this instance type free."
-    compute = computes.filter(name=compute_choice).first()
+    compute = next((compute for compute in computes if compute.name == compute_choice), None)
     rows = instance_type_list(compute=compute) if compute else []
-    default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
-    choices = [("", choice_label(default) if default else DEFAULT_INSTANCE_TYPE)]
-    choices += [(row["name"], choice_label(row)) for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
-    return choices, "Pod shape (requests, limits, node selector) from the compute's instance types."
+    return menu(rows), "Pod shape (requests, limits, node selector) from the compute's instance types."
 
 
 def initial_data(workspace) -> dict:
@@ -198,9 +140,7 @@ def initial_data(workspace) -> dict:
 
 def bind(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundField], list[dict]]:
     """Fields by name with their values, choices and errors, plus the errors that belong to no field."""
-    by_field: dict[str, list[str]] = {}
-    for row in errors:
-        by_field.setdefault(field_of(row["target"]), []).append(row["message"])
+    by_field = errors_by_field(errors, field_of)
     computes = compute_choices(workspace)
     compute = data.get("compute") or initial_compute(computes)
     instance_types, instance_type_help = instance_type_choices(workspace, compute)
@@ -214,19 +154,10 @@ def bind(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundField], li
     return bound, [row for row in errors if not field_of(row["target"])]
 
 
-def parse_yaml(text: str) -> object:
+def pasted_body(text: str) -> object:
     """Pasted YAML as one job body; refuses text that is not YAML or holds several documents."""
-    try:
-        documents = [document for document in load_yaml_documents(text) if document is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ValueError(f"This is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}.") from None
-    if not documents:
-        raise ValueError("Paste a command job: at least `command`, and `compute` unless it runs serverless.")
-    if len(documents) > 1:
-        raise ValueError("Paste one job per submission (this text holds several YAML documents).")
-    return documents[0]
+    return pasted_document(text, empty="Paste a command job: at least `command`, and `compute` unless it runs serverless.",
+                           several="Paste one job per submission")
 
 
 def spec_document(spec: dict, compute: str | None, *, with_name: bool = True) -> dict:

@@ -5,7 +5,7 @@ this module only turns form fields into that body (numbers as ints, key=value li
 Azure ML's structure) and refuses only input that has no such form at all.
 """
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import yaml
@@ -14,30 +14,18 @@ from django.utils import timezone
 
 from compute import validators, vmsizes
 from compute.choices import ComputeType, Tier
+from compute.selectors import kubernetes_compute_list
 from compute.serializers import SERIALIZERS
 from controlplane.parsers import load_yaml
+from controlplane.reconciling import ProvisioningState
+from workspaces.access import local_compute_allowed
+
+from .fields import BoundField, Field, as_number, errors_by_field, parse_pairs
+from .yaml import as_yaml
 
 HIDDEN = "<hidden>"
+LOCAL = "local"
 WEEK_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    label: str
-    kind: str = "text"  # text | textarea | code | int | select | size | password | secret_text | pairs | schedule | context
-    required: bool = False  # only marks the label; the serializer decides
-    initial: str = ""
-    help: str = ""
-    choices: tuple = ()
-
-
-@dataclass
-class BoundField:
-    field: Field
-    value: object
-    errors: list[str] = field(default_factory=list)
-    suggestions: list[tuple[str, str]] = field(default_factory=list)
 
 
 NAME = Field("name", "Compute name", required=True, help="2–24 letters, digits or hyphens, starting with a letter.")
@@ -153,20 +141,6 @@ def size_suggestions(compute_type: str) -> list[tuple[str, str]]:
     return suggestions
 
 
-def parse_pairs(text: str) -> dict[str, str]:
-    """key=value lines into a map; blank lines are skipped, anything else is refused with its line number."""
-    pairs = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"Line {number} ('{line}') is not key=value.")
-        pairs[key.strip()] = value.strip()
-    return pairs
-
-
 def public_server(server: str) -> str:
     """A server URL without any user:password@ part, fit to show."""
     parts = urlsplit(server)
@@ -265,8 +239,7 @@ def read_value(spec: Field, data, files):
     if spec.kind == "pairs":
         return parse_pairs(raw)
     raw = raw.strip()
-    # A number the user mistyped goes through as text, so the serializer names the problem like the API does.
-    return int(raw) if spec.kind == "int" and re.fullmatch(r"-?\d+", raw) else raw
+    return as_number(raw) if spec.kind == "int" else raw
 
 
 def compute_body(compute_type: str, data, files) -> tuple[dict, list[dict]]:
@@ -294,7 +267,7 @@ def body_yaml(compute_type: str, body: dict, secrets_set=()) -> str:
             shown[parent] = {**(shown.get(parent) or {}), child: HIDDEN}
         else:
             shown[key] = HIDDEN
-    return yaml.safe_dump(shown, sort_keys=False, allow_unicode=True, width=100)
+    return as_yaml(shown, text_blocks=False)
 
 
 def initial_data(compute_type: str) -> dict:
@@ -310,9 +283,7 @@ def field_of(target: str) -> str:
 def bind(compute_type: str, data, errors: list[dict]) -> tuple[list[BoundField], list[dict]]:
     """Fields with their current values and errors, plus the errors that belong to no field."""
     names = {spec.name for spec in fields_for(compute_type)}
-    by_field: dict[str, list[str]] = {}
-    for row in errors:
-        by_field.setdefault(field_of(row["target"]), []).append(row["message"])
+    by_field = errors_by_field(errors, field_of)
     bound = []
     for spec in fields_for(compute_type):
         if spec.kind == "schedule":
@@ -325,3 +296,12 @@ def bind(compute_type: str, data, errors: list[dict]) -> tuple[list[BoundField],
         bound.append(BoundField(spec, value, by_field.get(spec.name, []), suggestions))
     stray = [row for row in errors if field_of(row["target"]) not in names]
     return bound, stray
+
+
+def target_choices(workspace) -> list[tuple[str, str]]:
+    """Where a job or an endpoint can run: local (when this server allows it) and each Kubernetes compute."""
+    choices = [(LOCAL, "local — the worker's host")] if local_compute_allowed(workspace) else []
+    for compute in kubernetes_compute_list(workspace=workspace):
+        state = "" if compute.provisioning_state == ProvisioningState.SUCCEEDED else f" ({compute.provisioning_state})"
+        choices.append((compute.name, f"{compute.name} — Kubernetes{state}"))
+    return choices

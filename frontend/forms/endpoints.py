@@ -4,26 +4,19 @@ Each form only turns its fields into the body the REST API and the CLI accept (`
 ints, key=value lines as maps, resources as requests/limits); `endpoints.services` stays the one validator and names
 each problem by its field path (`resources.requests.cpu`), which `field_of` maps back to the field that wrote it.
 """
-import re
 from dataclasses import replace
 
-import yaml
 from django.conf import settings
 
-from compute.choices import ComputeType
-from compute.selectors import compute_list, instance_type_list
+from compute.selectors import instance_type_list
 from controlplane.kube.objects import GPU
-from controlplane.parsers import load_yaml_documents
-from controlplane.reconciling import ProvisioningState
-from workspaces.access import local_compute_allowed
 
-from .compute_form import BoundField, Field, parse_pairs
-from .instance_type_form import choice_label
+from .compute import LOCAL, target_choices
+from .fields import BoundField, Field, as_number, errors_by_field, parse_pairs
+from .instance_types import menu
+from .yaml import pasted_document
 
-LOCAL = "local"
-DEFAULT_INSTANCE_TYPE = "defaultinstancetype"
 DEPLOYMENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/kubernetesOnlineDeployment.schema.json"
-MANIFEST_HEAD = ("apiVersion", "kind", "metadata", "spec")
 NAME_HELP = "3–32 letters, digits or '-', starting with a letter."
 
 # The create-endpoint form.
@@ -100,76 +93,12 @@ code_configuration:
 """
 
 
-class BlockDumper(yaml.SafeDumper):
-    """YAML as people write it: multi-line strings as `|` blocks rather than escaped lines."""
-
-
-BlockDumper.add_representer(
-    str, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
-)
-
-
-def as_yaml(document) -> str:
-    """One document as YAML, keys in the order given."""
-    return yaml.dump(document, Dumper=BlockDumper, sort_keys=False, allow_unicode=True, width=100)
-
-
-def _sorted(value):
-    if isinstance(value, dict):
-        return {key: _sorted(value[key]) for key in sorted(value)}
-    return [_sorted(item) for item in value] if isinstance(value, list) else value
-
-
-def manifests_yaml(manifests: list[dict]) -> str:
-    """Kubernetes objects as one multi-document file in kubectl's key order (head fields, then alphabetical)."""
-    documents = []
-    for manifest in map(_sorted, manifests):
-        documents.append({**{key: manifest[key] for key in MANIFEST_HEAD if key in manifest}, **manifest})
-    return yaml.dump_all(documents, Dumper=BlockDumper, sort_keys=False, allow_unicode=True, width=100)
-
-
-def as_number(raw: str):
-    # A mistyped number goes through as text, so the service names the problem as the API does.
-    return int(raw) if re.fullmatch(r"-?\d+", raw) else raw
-
-
-def _errors_by_field(errors: list[dict], field_of) -> dict[str, list[str]]:
-    by_field: dict[str, list[str]] = {}
-    for row in errors:
-        by_field.setdefault(field_of(row["target"]), []).append(row["message"])
-    return by_field
-
-
-def parse_yaml(text: str, what: str) -> object:
-    """Pasted YAML as one body; refuses text that is not YAML or holds several documents."""
-    try:
-        documents = [document for document in load_yaml_documents(text) if document is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ValueError(f"This is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}.") from None
-    if not documents:
-        raise ValueError(f"Paste {what}.")
-    if len(documents) > 1:
-        raise ValueError(f"Paste one {what.removeprefix('an ').removeprefix('a ')} at a time (this text holds several YAML documents).")
-    return documents[0]
+def pasted_deployment(text: str) -> object:
+    """Pasted YAML as one deployment body; refuses text that is not YAML or holds several documents."""
+    return pasted_document(text, empty="Paste an online deployment.", several="Paste one online deployment at a time")
 
 
 # Create an endpoint
-
-
-def kubernetes_computes(workspace):
-    computes = compute_list(workspace=workspace, load_creators=False).filter(type=ComputeType.KUBERNETES)
-    return computes.exclude(provisioning_state=ProvisioningState.DELETING).order_by("name")
-
-
-def compute_choices(workspace) -> list[tuple[str, str]]:
-    """Where an endpoint can run: local (when this server allows it) and each Kubernetes compute."""
-    choices = [(LOCAL, "local — the worker's host")] if local_compute_allowed(workspace) else []
-    for compute in kubernetes_computes(workspace):
-        state = "" if compute.provisioning_state == ProvisioningState.SUCCEEDED else f" ({compute.provisioning_state})"
-        choices.append((compute.name, f"{compute.name} — Kubernetes{state}"))
-    return choices
 
 
 def endpoint_body(data) -> dict:
@@ -185,7 +114,7 @@ def endpoint_body(data) -> dict:
 
 
 def endpoint_initial(workspace) -> dict:
-    choices = compute_choices(workspace)
+    choices = target_choices(workspace)
     kubernetes = [value for value, _ in choices if value != LOCAL]
     return {"auth_mode": "key", "compute": kubernetes[0] if kubernetes else (choices[0][0] if choices else "")}
 
@@ -193,11 +122,11 @@ def endpoint_initial(workspace) -> dict:
 def bind_endpoint(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundField], list[dict]]:
     """The create form's fields with values, choices and errors, plus the errors that belong to no field."""
     names = {spec.name for spec in ENDPOINT_FIELDS}
-    by_field = _errors_by_field(errors, lambda target: (target or "").split(".", 1)[0])
+    by_field = errors_by_field(errors, lambda target: (target or "").split(".", 1)[0])
     bound = {}
     for spec in ENDPOINT_FIELDS:
         if spec.name == "compute":
-            spec = replace(spec, choices=tuple(compute_choices(workspace)))
+            spec = replace(spec, choices=tuple(target_choices(workspace)))
         bound[spec.name] = BoundField(spec, data.get(spec.name, ""), by_field.get(spec.name, []))
     return bound, [row for row in errors if (row["target"] or "").split(".", 1)[0] not in names]
 
@@ -210,11 +139,7 @@ def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
     if endpoint.compute_id is None:
         return [("", "none (local)")], ("A local deployment runs as a process on the worker's host: it has no instance "
                                         "type and no resource limits (leave resources out).")
-    rows = instance_type_list(compute=endpoint.compute)
-    default = next((row for row in rows if row["name"] == DEFAULT_INSTANCE_TYPE), None)
-    choices = [("", choice_label(default) if default else DEFAULT_INSTANCE_TYPE)]
-    choices += [(row["name"], choice_label(row)) for row in rows if row["name"] != DEFAULT_INSTANCE_TYPE]
-    return choices, "Requests, limits and node selector of the pods, from the compute's instance types."
+    return menu(instance_type_list(compute=endpoint.compute)), "Requests, limits and node selector of the pods, from the compute's instance types."
 
 
 def deployment_initial(endpoint) -> dict:
@@ -267,7 +192,7 @@ def deployment_field_of(target: str) -> str:
 
 def bind_deployment(endpoint, data, errors: list[dict]) -> tuple[dict[str, BoundField], list[dict]]:
     """The deployment form's fields by name with values, choices and errors, plus the errors of no field."""
-    by_field = _errors_by_field(errors, deployment_field_of)
+    by_field = errors_by_field(errors, deployment_field_of)
     choices, help_text = instance_type_choices(endpoint)
     bound = {}
     for spec in DEPLOYMENT_FIELDS:

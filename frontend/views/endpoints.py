@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
 from controlplane.reconciling import ProvisioningState
-from endpoints import dataplane, selectors, services
+from endpoints import selectors, services
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from endpoints.serializers import scoring_uri
 
@@ -172,7 +172,7 @@ def log_context(request, context: dict) -> dict:
     if chosen:
         deployment = next(item for item in context["deployments"] if item.name == chosen)
         try:
-            text = dataplane.deployment_logs(deployment, lines)
+            text = services.deployment_logs(deployment=deployment, lines=lines)
         except Exception as exc:  # an unreachable cluster is no reason for a 500 page: say so in the pane
             logger.warning("Logs of %s/%s could not be read: %s", context["endpoint"].name, chosen, exc)
             error = f"The logs could not be read: {exc}"
@@ -263,8 +263,10 @@ def run_test(endpoint: OnlineEndpoint, text: str, requested: str) -> dict:
         return {"error": f"Endpoint {endpoint.name} is being deleted.", "status": None, "body": None}
     started = time.monotonic()
     try:
-        answer = dataplane.score(*target, text.encode(), "application/json", requested or None)
-    except dataplane.ScoringError as exc:
+        endpoint, deployments = target
+        answer = services.endpoint_score(endpoint=endpoint, deployments=deployments, body=text.encode(),
+                                         content_type="application/json", requested=requested or None)
+    except services.ScoringError as exc:
         return {"error": str(exc), "code": exc.code, "status": exc.status, "body": None}
     elapsed = round((time.monotonic() - started) * 1000)
     body = answer.body.decode("utf-8", errors="replace")

@@ -1,6 +1,4 @@
 """Compute targets: the records that are Dockyard's desired state for each kind of compute."""
-import re
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -10,25 +8,14 @@ from controlplane.reconciling import Reconciled
 from workspaces.models import Workspace
 
 from .choices import ComputeType
-
-RESERVED_COMPUTE_NAMES = {"local"}
+from .spec.rules import compute_name_problem
 
 
 def validate_compute_name(value: str) -> None:
     """Azure ML's rule: 2–24 letters, digits or hyphens, starting with a letter; says what is wrong."""
-    value = value or ""
-    problems = []
-    if not 2 <= len(value) <= 24:
-        problems.append(f"must be 2 to 24 characters long (it has {len(value)})")
-    if value and not re.match(r"[A-Za-z]", value[0]):
-        problems.append("must start with a letter")
-    bad = sorted(set(re.sub(r"[A-Za-z0-9-]", "", value)))
-    if bad:
-        problems.append("may contain only letters, digits and hyphens (found " + " ".join(repr(c) for c in bad) + ")")
-    if problems:
-        raise ValidationError(f"Name '{value}' " + "; ".join(problems) + ".")
-    if value.lower() in RESERVED_COMPUTE_NAMES:
-        raise ValidationError(f"Name '{value}' is reserved for the built-in local compute.")
+    problem = compute_name_problem(value)
+    if problem:
+        raise ValidationError(problem)
 
 
 class Cluster(models.Model):

@@ -9,24 +9,37 @@ from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from . import shapes
+from . import shapes, spec
 from .choices import ComputeType
 from .models import Cluster, ComputeTarget, InstanceType
-from .serializers import COMMON_FIELDS, serializer_for
+from .validators import CHECKS
 
 EDITABLE_COMMON = ("description", "tags")
 # Jobs point at their compute by a reverse relation only: the jobs app depends on compute, never the other way.
 ENDED_JOB_STATUSES = ("Completed", "Failed", "Canceled")
 
 
-def _validated(serializer_class, data: dict, stored_secrets: dict | None = None) -> tuple[dict, dict, dict]:
-    """Run the type's serializer; split the result into common fields, properties and secrets."""
-    serializer = serializer_class(data=data, context={"secrets": stored_secrets or {}})
-    serializer.is_valid(raise_exception=True)
-    values = dict(serializer.validated_data)
-    secrets = {key: values.pop(key) for key in serializer_class.secret_fields if key in values}
-    common = {key: values.pop(key) for key in list(values) if key in COMMON_FIELDS}
-    return common, values, secrets
+def _invalid(errors: list[tuple[str, str]]) -> ValidationError:
+    """The spec's problems as the API's ValidationError: each field path with its messages, in the order found."""
+    detail: dict[str, list[str]] = {}
+    for path, message in errors:
+        detail.setdefault(path, []).append(message)
+    return ValidationError(detail)
+
+
+def _kind(compute_type: object) -> spec.ComputeKind:
+    try:
+        return spec.kind_for(compute_type)
+    except SpecErrors as exc:
+        raise _invalid(exc.errors) from None
+
+
+def _validated(kind: spec.ComputeKind, data: dict, stored_secrets: dict | None = None) -> tuple[dict, dict, dict]:
+    """Parse a body of `kind`: (common fields, properties, secrets)."""
+    try:
+        return spec.parse_compute(kind, data, CHECKS, stored_secrets)
+    except SpecErrors as exc:
+        raise _invalid(exc.errors) from None
 
 
 def _enqueue(compute: ComputeTarget) -> None:
@@ -41,14 +54,14 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
     """Create a compute record of any type; reconcile brings it to Succeeded or Failed."""
     if not isinstance(data, dict):
         raise ValidationError({"non_field_errors": ["The body must be a mapping of fields."]})
-    serializer_class = serializer_for(data.get("type"))
-    common, properties, secrets = _validated(serializer_class, data)
+    kind = _kind(data.get("type"))
+    common, properties, secrets = _validated(kind, data)
     existing = ComputeTarget.objects.filter(workspace=workspace, name=common["name"]).first()
     if existing:
         being = " and is being deleted" if existing.provisioning_state == ProvisioningState.DELETING else ""
         raise Conflict(f"A compute named '{common['name']}' already exists in workspace '{workspace.name}'{being}.")
     compute = ComputeTarget(
-        workspace=workspace, name=common["name"], type=serializer_class.compute_type,
+        workspace=workspace, name=common["name"], type=kind.compute_type,
         description=common.get("description", ""), tags=common.get("tags", {}),
         properties=properties, created_by=user,
     )
@@ -99,10 +112,10 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     for fixed in ("name", "type"):
         if fixed in patch and _fixed_value(fixed, patch[fixed]) != getattr(compute, fixed):
             raise BadRequest(f"The {fixed} of a compute cannot be changed.", code="ImmutableField", target=fixed)
-    serializer_class = serializer_for(compute.type)
+    kind = _kind(compute.type)
     stored_secrets = compute.secrets
-    body = serializer_class.merge_for_update(_stored_body(compute), patch)
-    common, properties, secrets = _validated(serializer_class, body, stored_secrets)
+    body = kind.merge_for_update(_stored_body(compute), patch)
+    common, properties, secrets = _validated(kind, body, stored_secrets)
     before = {**compute.properties, **{key: getattr(compute, key) for key in EDITABLE_COMMON}}
     new_secrets = {**stored_secrets, **{key: value for key, value in secrets.items() if value}}
     compute.properties = properties

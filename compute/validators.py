@@ -1,41 +1,39 @@
-"""Field rules for compute records (pure: no database, no network)."""
-import re
-from datetime import datetime
+"""Field rules for compute records as Django validators, and the Checks the pure body parser is given.
+
+The rules themselves live in compute/spec/rules.py (pure); what needs the world (addresses resolved against the
+network policy, YAML, the cron and time-zone grammars, Django's URL grammar, the clock) is here.
+"""
+import os
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from croniter import croniter
 from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.utils import timezone
 from tzlocal.windows_tz import win_tz
 
 from controlplane import addresses
-from controlplane.kube import names
 from controlplane.parsers import load_yaml
 
-ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
-USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/.+$", re.IGNORECASE)
-WEEK_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+from . import spec
+from .spec import rules
 
 # Windows time-zone name (any case) → IANA name, from CLDR's windowsZones table.
 WINDOWS_TIME_ZONES = {windows.casefold(): iana for windows, iana in win_tz.items()}
 
-IDLE_SHUTDOWN_MIN_MINUTES = 15
-IDLE_SHUTDOWN_MAX_MINUTES = 3 * 24 * 60
+
+def _raising(problem: str | None) -> None:
+    if problem:
+        raise ValidationError(problem)
 
 
 def validate_namespace(value: str) -> None:
-    if names.dns_label_problem(value):
-        raise ValidationError(
-            f"'{value}' is not a Kubernetes namespace name: lowercase letters, digits and '-', at most 63 characters."
-        )
+    _raising(rules.namespace_problem(value))
 
 
 def validate_node_selector(selector: dict) -> None:
-    for key, value in selector.items():
-        problem = names.label_key_problem(key) or names.label_value_problem(value)
-        if problem:
-            raise ValidationError(problem)
+    _raising(rules.node_selector_problem(selector))
 
 
 def kubeconfig_summary(text: str, context: str | None) -> dict:
@@ -96,20 +94,14 @@ def _named_list(config: dict, key: str) -> list[dict]:
 
 
 def iso_duration_minutes(value: str) -> int:
-    match = ISO_DURATION.match(value or "")
-    if not match or value in ("P", "PT"):
-        raise ValidationError(f"'{value}' is not an ISO-8601 duration such as PT30M or P1DT2H.")
-    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    if seconds % 60:
-        raise ValidationError("The idle time must be a whole number of minutes.")
-    return days * 1440 + hours * 60 + minutes + seconds // 60
+    try:
+        return rules.iso_duration_minutes(value)
+    except rules.DurationProblem as exc:
+        raise ValidationError(str(exc)) from None
 
 
 def validate_idle_minutes(minutes: int) -> None:
-    if not IDLE_SHUTDOWN_MIN_MINUTES <= minutes <= IDLE_SHUTDOWN_MAX_MINUTES:
-        raise ValidationError(
-            f"The idle time before shutdown must be between 15 minutes and 3 days (4320 minutes); got {minutes}."
-        )
+    _raising(rules.idle_minutes_problem(minutes))
 
 
 def iana_time_zone(name: str) -> str:
@@ -138,35 +130,65 @@ def validate_time_zone(name: str) -> None:
     iana_time_zone(name)
 
 
-PUBLIC_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-                    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
-PUBLIC_KEY_BODY = re.compile(r"AAAA[A-Za-z0-9+/]+={0,3}")
-
-
-def public_key_problem(value: str) -> str | None:
-    """Why a value is not one OpenSSH public key line (`<type> <base64> [comment]`), or None."""
-    if "PRIVATE KEY" in value:
-        return "This is a private key; ssh_key_value takes the public key (the .pub file), and the private key stays with you."
-    parts = value.strip().split(None, 2)
-    if len(parts) < 2 or parts[0] not in PUBLIC_KEY_TYPES or not PUBLIC_KEY_BODY.fullmatch(parts[1]) or "\n" in value.strip():
-        return "Must be one OpenSSH public key line such as 'ssh-ed25519 AAAA... user@host'."
-    return None
-
-
 def validate_cron(expression: str) -> None:
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
         raise ValidationError(f"'{expression}' is not a cron expression of five fields (minute hour day month weekday).")
 
 
 def validate_start_time(value: str) -> None:
-    try:
-        datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise ValidationError(f"'{value}' is not an ISO-8601 date and time such as 2026-03-10T21:00:00.") from None
+    _raising(rules.start_time_problem(value))
 
 
 def validate_resource_id(value: str) -> None:
-    if not AZURE_RESOURCE_ID.match(value):
-        raise ValidationError(
-            "Must be an Azure resource ID: /subscriptions/<id>/resourceGroups/<group>/providers/<provider>/<type>/<name>."
-        )
+    _raising(rules.resource_id_problem(value))
+
+
+def _refused_as_spec(check):
+    """A Django validator as a Checks entry: its ValidationError becomes spec.Refused with the same messages."""
+
+    def run(*args):
+        try:
+            return check(*args)
+        except ValidationError as exc:
+            raise spec.Refused(*exc.messages) from None
+
+    return run
+
+
+def cluster_summary(kubeconfig: str, context: str | None) -> dict:
+    """The kubeconfig's chosen context and server, the server's address checked now (the worker checks again)."""
+    try:
+        summary = kubeconfig_summary(kubeconfig, context)
+        endpoint = addresses.parse_server_url(summary["server"])
+        addresses.check_at_save(endpoint.host, endpoint.port)
+    except ValidationError as exc:
+        raise spec.Refused(*exc.messages) from None
+    except addresses.AddressRefused as exc:
+        raise spec.Refused(f"The cluster server {summary['server']}: {exc}") from None
+    return summary
+
+
+def check_ssh_host(value: str) -> None:
+    """A host name or IP Dockyard may connect to over SSH, checked now (the runner checks again before it connects)."""
+    host = value.strip("[]").lower() if value.startswith("[") else value.lower()
+    try:
+        addresses.check_host_syntax(host, f"The address '{value}'")
+        addresses.check_at_save(host, 22)
+    except addresses.AddressRefused as exc:
+        raise spec.Refused(str(exc)) from None
+
+
+def in_cluster_server() -> tuple[str | None, str]:
+    """The API server of the cluster Dockyard runs in, as its pod sees it (no host when not in a pod)."""
+    return os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+
+
+CHECKS = spec.Checks(
+    today=lambda: timezone.now().date(),
+    url=_refused_as_spec(URLValidator()),
+    cron=_refused_as_spec(validate_cron),
+    time_zone=_refused_as_spec(iana_time_zone),
+    ssh_host=check_ssh_host,
+    cluster=cluster_summary,
+    in_cluster_server=in_cluster_server,
+)

@@ -66,7 +66,7 @@ def plain_body(data) -> dict:
     destroy=extend_schema(responses={202: COMPUTE_SCHEMA}),
 )
 class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
-    """Compute targets of a workspace; every type through one endpoint, validated by its own serializer."""
+    """Compute targets of a workspace; every type through one endpoint, validated by its own spec."""
 
     lookup_field = "name"
     lookup_value_regex = "[^/]+"

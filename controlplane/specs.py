@@ -43,6 +43,13 @@ def tag_errors(tags: object, path: str = "tags") -> list[tuple[str, str]]:
     return errors
 
 
+def tag_map_problem(tags: object) -> str | None:
+    """Tags as a record keeps them: a map of strings to strings, within the tag limits; else why not."""
+    if not isinstance(tags, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+        return "Tags must be a map of strings to strings."
+    return next((message for _target, message in tag_errors(tags)), None)
+
+
 def string_errors(value: object, path: str = "", skip: frozenset = frozenset(TEXT_FIELDS)) -> list[tuple[str, str]]:
     """Strings anywhere in `value` (keys too) longer than MAX_TEXT; top-level `skip` fields have their own limits."""
     errors, pending = [], [(value, path)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from compute import shapes
-from compute.serializers import computes
+from compute import spec as computes
 from endpoints import spec as endpoint_spec
 from jobs import spec as job_spec
 

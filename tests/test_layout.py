@@ -69,6 +69,7 @@ BREAKS = [
     ("compute/services.py", "from rest_framework import serializers", "services"),
     ("jobs/reconcile/status.py", "from jobs import services", "app-layers"),
     ("jobs/spec.py", "import django", "pure"),
+    ("compute/spec/fields.py", "from rest_framework import serializers", "pure"),
     ("controlplane/kube/names.py", "from workspaces import models", "framework"),
     ("compute/selectors.py", "import kubernetes", "kubernetes-package"),
     ("cli/output.py", "from controlplane import api", "cli"),
@@ -104,7 +105,9 @@ def imports_of(path: Path) -> set[str]:
 PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kube/objects.py",
         "controlplane/kube/quantities.py", "controlplane/kube/pods.py", "controlplane/kube/errors.py",
         "controlplane/kube/paths.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py",
-        "compute/shapes.py", "jobs/spec.py", "jobs/manifests.py", "endpoints/spec.py", "endpoints/manifests.py",
+        "compute/shapes.py", "compute/spec/__init__.py", "compute/spec/fields.py", "compute/spec/forms.py",
+        "compute/spec/rules.py", "compute/spec/kinds.py", "compute/spec/instances.py", "compute/spec/attached.py",
+        "compute/spec/audit.py", "jobs/spec.py", "jobs/manifests.py", "endpoints/spec.py", "endpoints/manifests.py",
         "endpoints/keys.py", "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py",
         "assets/specs/model.py", "assets/specs/data.py", "assets/curated.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}

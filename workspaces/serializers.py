@@ -1,17 +1,16 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from controlplane.specs import MAX_DESCRIPTION, tag_errors
+from controlplane.specs import MAX_DESCRIPTION, tag_map_problem
 
 from .choices import Role
 from .models import ApiToken, AuditEvent, Membership, Workspace, validate_workspace_name
 
 
 def validate_tags(value):
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise serializers.ValidationError("Tags must be a map of strings to strings.")
-    for _target, message in tag_errors(value)[:1]:
-        raise serializers.ValidationError(message)
+    problem = tag_map_problem(value)
+    if problem:
+        raise serializers.ValidationError(problem)
     return value
 
 

@@ -1,10 +1,10 @@
 """Serializers by sub-domain; the names below are what the rest of the project imports."""
 from .base import ComputeSerializer, compute_as_dict, creator_name
 from .catalog import ComputeTypeSerializer, VmSeriesSerializer
-from .computes import COMMON_FIELDS, SERIALIZERS, LocalComputeSerializer, serializer_for
+from .computes import SERIALIZERS, LocalComputeSerializer
 from .instancetypes import InstanceTypeSerializer, NodeSerializer
 
 __all__ = [
-    "COMMON_FIELDS", "SERIALIZERS", "ComputeSerializer", "ComputeTypeSerializer", "InstanceTypeSerializer",
-    "LocalComputeSerializer", "NodeSerializer", "VmSeriesSerializer", "compute_as_dict", "creator_name", "serializer_for",
+    "SERIALIZERS", "ComputeSerializer", "ComputeTypeSerializer", "InstanceTypeSerializer", "LocalComputeSerializer",
+    "NodeSerializer", "VmSeriesSerializer", "compute_as_dict", "creator_name",
 ]

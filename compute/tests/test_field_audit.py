@@ -4,7 +4,8 @@ import pytest
 
 from compute import shapes
 from compute.capabilities import RECORD_ONLY
-from compute.serializers.computes import ACCEPTED_FIELDS, COMMON_FIELDS, SERIALIZERS, STORED_ONLY
+from compute.spec import ACCEPTED_FIELDS, COMMON_FIELDS, STORED_ONLY
+from compute.spec import KINDS as SERIALIZERS
 from compute.tests.factories import body
 from tests.support import assert_error
 

@@ -1,0 +1,205 @@
+"""A compute body per type: the fields every type has, and the Kubernetes and compute-cluster types (pure).
+
+Field names are Azure ML's. A field a type does not know is refused by name; the Azure ML fields Dockyard refuses
+on purpose say why (`refused`); the few kept as given without acting on them are `kept_as_given`.
+"""
+from controlplane.specs import enum_choice, tag_map_problem
+
+from .. import vmsizes
+from .fields import Boolean, Checks, Choice, Field, Integer, Invalid, Json, Mapping, Pattern, Refused, Text, rule
+from .forms import Form, problem
+from .rules import USERNAME, compute_name_problem, namespace_problem, node_selector_problem, public_key_problem
+
+# Fields of Azure ML's YAML that Dockyard keeps as given without acting on them, so files load unchanged.
+KEPT_AS_GIVEN = ("location", "identity", "network_settings", "enable_node_public_ip", "ssh_public_access_enabled")
+IGNORED = ("$schema",)
+# Azure ML's identity types; its schema reads them in snake case from any spelling (SystemAssigned, system_assigned).
+IDENTITY_TYPES = ("system_assigned", "user_assigned", "none", "system_assigned,user_assigned")
+TIERS = ("dedicated", "low_priority")
+# What a response adds to every compute's fields: taken in a body (a GET's output sent back) and ignored.
+SHOWN_COMMON = ("provisioning_state", "provisioning_errors", "backend", "secrets_set", "created_by", "created_on",
+                "updated_on")
+GIVEN_COMMON = ("name", "type", "description", "tags")
+COMMON_FIELDS = frozenset(GIVEN_COMMON + SHOWN_COMMON)
+USERNAME_MESSAGE = "Must be a user name: letters, digits, '_', '.', '-'."
+
+
+def secret(max_length: int = 65536, **kwargs) -> Text:
+    """A write-only secret: taken as written (no trimming), stored encrypted, never shown."""
+    return Text(write_only=True, required=False, trim=False, max_length=max_length, **kwargs)
+
+
+def canonical_identity(identity: object) -> dict:
+    """An identity kept as given, its `type` in Azure ML's canonical spelling; refused at identity.type when unknown."""
+    if not isinstance(identity, dict):
+        raise problem("identity", "identity must be a mapping with a type.")
+    if "type" not in identity:
+        return identity
+    canonical = enum_choice(identity["type"], IDENTITY_TYPES)
+    if canonical is None:
+        raise problem("identity.type", f"One of: {', '.join(IDENTITY_TYPES)} (any case).")
+    return {**identity, "type": canonical}
+
+
+COMMON = {
+    "name": Text(max_length=64, rules=(rule(compute_name_problem),)),
+    "description": Text(required=False, allow_blank=True, default="", max_length=2000),
+    "tags": Json(required=False, default=dict, rules=(rule(tag_map_problem),)),
+}
+
+
+class ComputeKind(Form):
+    """A compute type's body: the common fields, then `own`; `secret_fields` are moved out to be stored encrypted."""
+
+    compute_type = ""
+    own: dict[str, Field] = {}
+    secret_fields: tuple[str, ...] = ()
+    kept_as_given: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other spellings `normalise` rewrites into the fields (Azure ML's nested forms)
+    refused: dict[str, str] = {}  # Azure ML fields of this type that Dockyard refuses: {field: why, and what instead}
+    strict = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.fields = {"name": COMMON["name"], "type": Choice([cls.compute_type]), "description": COMMON["description"],
+                      "tags": COMMON["tags"], **cls.own}
+
+    def convert(self, data, checks: Checks):
+        if not isinstance(data, dict):
+            raise problem("", "The body must be a mapping of fields.")
+        refused = [(key, why) for key, why in self.refused.items() if key in data]
+        if refused:
+            raise Invalid(refused)
+        data = self.normalise(dict(data))
+        known = {*self.fields, *SHOWN_COMMON, *self.shown, *self.kept_as_given, *IGNORED}
+        unknown = sorted(key for key in data if key not in known)
+        if unknown:
+            raise Invalid([(str(key), f"Unknown field for type '{self.compute_type}'.") for key in unknown])
+        if "identity" in data and "identity" in self.kept_as_given:
+            data["identity"] = canonical_identity(data["identity"])
+        values = self.read(data, checks)
+        values.update({key: data[key] for key in self.kept_as_given if key in data})
+        return self.validate(values, checks)
+
+    def normalise(self, data: dict) -> dict:
+        """Rewrite accepted alternative spellings (Azure ML's nested forms) into our fields."""
+        return data
+
+    @classmethod
+    def merge_for_update(cls, stored: dict, patch: dict) -> dict:
+        """The full body a PATCH amounts to: stored fields overlaid with the patch."""
+        return {**stored, **patch}
+
+    def accepted_fields(self) -> frozenset[str]:
+        """Every field this type takes (dotted paths; kept-as-given fields and aliases included)."""
+        return frozenset(self.accepted() | set(self.kept_as_given) | set(IGNORED) | set(self.aliases))
+
+
+def size_rule(target: str):
+    """A VM size Dockyard lists for `target` (a compute cluster or instance), not retired today."""
+    return lambda value, checks: vmsizes.size_problem(value, target, checks.today())
+
+
+class Kubernetes(ComputeKind):
+    compute_type = "kubernetes"
+    secret_fields = ("kubeconfig",)
+    shown = ("server",)
+    refused = {
+        "identity": "Dockyard acts on the cluster with the kubeconfig's credentials (or its own service account with "
+                    "in_cluster), never with an Azure managed identity; remove identity.",
+        "resource_id": "Dockyard cannot look a cluster up in Azure Resource Manager; attach it with its kubeconfig "
+                       "instead of its resource ID.",
+        "properties": "Give namespace and node_selector as top-level fields; Azure ML's extension properties do not "
+                      "apply to a cluster Dockyard attaches itself.",
+    }
+    own = {
+        "kubeconfig": secret(),
+        "context": Text(required=False, allow_null=True, default=None, max_length=253),
+        "namespace": Text(required=False, default="default", rules=(rule(namespace_problem),)),
+        "node_selector": Mapping(Text(allow_blank=True, max_length=63), required=False, default=dict),
+        "in_cluster": Boolean(required=False, default=False),
+    }
+
+    @classmethod
+    def merge_for_update(cls, stored: dict, patch: dict) -> dict:
+        if patch.get("kubeconfig") and "in_cluster" not in patch:
+            stored = {**stored, "in_cluster": False}
+        if "kubeconfig" in patch and "context" not in patch:
+            stored = {key: value for key, value in stored.items() if key != "context"}
+        return {**stored, **patch}
+
+    def check_node_selector(self, value: dict, checks: Checks) -> dict:
+        message = node_selector_problem(value)
+        if message:
+            raise problem("", message)
+        return value
+
+    def validate(self, values: dict, checks: Checks) -> dict:
+        if values.get("in_cluster"):
+            return self._in_cluster(values, checks)
+        kubeconfig = values.get("kubeconfig") or checks.secrets.get("kubeconfig")
+        if not kubeconfig:
+            raise problem("kubeconfig", "A kubeconfig is required to attach a Kubernetes cluster.")
+        try:
+            summary = checks.cluster(kubeconfig, values.get("context"))  # the worker checks again before each connection
+        except Refused as exc:
+            raise Invalid.at("kubeconfig", *exc.messages) from None
+        values["context"] = summary["context"]
+        values["server"] = summary["server"]
+        return values
+
+    def _in_cluster(self, values: dict, checks: Checks) -> dict:
+        if values.get("kubeconfig"):
+            raise problem("in_cluster", "Give either a kubeconfig or in_cluster: true, not both.")
+        host, port = checks.in_cluster_server()
+        if not host:
+            raise problem("in_cluster", "Dockyard is not running inside a Kubernetes pod (KUBERNETES_SERVICE_HOST is not set).")
+        values["server"] = f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
+        values["context"] = None
+        values["kubeconfig"] = ""
+        return values
+
+
+class AmlSshSettings(Form):
+    """SSH access to a compute cluster's nodes (Azure ML's ssh_settings): the user shown, password and key write-only."""
+
+    fields = {
+        "admin_username": Pattern(USERNAME, max_length=64, messages={"invalid": USERNAME_MESSAGE}),
+        "admin_password": secret(min_length=8, max_length=128),
+        "ssh_key_value": secret(max_length=16384),
+    }
+
+    def check_ssh_key_value(self, value: str, checks: Checks) -> str:
+        message = public_key_problem(value)
+        if message:
+            raise problem("", message)
+        return value
+
+
+class AmlCompute(ComputeKind):
+    compute_type = "amlcompute"
+    kept_as_given = KEPT_AS_GIVEN
+    secret_fields = ("ssh_settings.admin_password", "ssh_settings.ssh_key_value")
+    own = {
+        "size": Text(required=False, default="Standard_DS3_v2", rules=(size_rule(vmsizes.CLUSTER),)),
+        "tier": Choice(TIERS, required=False, default="dedicated"),
+        "min_instances": Integer(minimum=0, maximum=10000, required=False, default=0),
+        "max_instances": Integer(minimum=1, maximum=10000, required=False, default=1),
+        "idle_time_before_scale_down": Integer(minimum=0, maximum=365 * 86400, required=False, default=120),
+        "ssh_settings": AmlSshSettings(required=False),
+    }
+
+    def validate(self, values: dict, checks: Checks) -> dict:
+        if values["min_instances"] > values["max_instances"]:
+            raise problem("min_instances", f"min_instances ({values['min_instances']}) must not exceed max_instances "
+                                           f"({values['max_instances']}).")
+        if "ssh_settings" in values:
+            values.update(self._ssh_secrets(dict(values["ssh_settings"]), checks.secrets))
+        return values
+
+    def _ssh_secrets(self, ssh: dict, stored: dict) -> dict:
+        """Move the password and key out of the stored properties into the encrypted secrets."""
+        secrets = {f"ssh_settings.{key}": ssh.pop(key) for key in ("admin_password", "ssh_key_value") if ssh.get(key)}
+        if not any(secrets.get(key) or stored.get(key) for key in self.secret_fields):
+            raise problem("ssh_settings.admin_password", "Give admin_password or ssh_key_value.")
+        return {"ssh_settings": ssh, **secrets}

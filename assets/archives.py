@@ -7,6 +7,7 @@ names follow the same path rules as a manifest (`assets.spec`).
 """
 import gzip
 import hashlib
+import io
 import os
 import tarfile
 import tempfile
@@ -22,6 +23,10 @@ COPY_CHUNK = 1024 * 1024
 MAX_HEADER_READ = COPY_CHUNK
 # What the expanded tar may hold beyond its files' bytes: headers (512 bytes a member, more for long names) and padding.
 HEADER_ALLOWANCE = 64 * 1024 * 1024
+# Small files (most of a code folder) stay in memory up to this much in all: a temporary file each costs more than
+# hashing and storing it.
+SMALL_FILE = 256 * 1024
+MEMORY_BUDGET = 64 * 1024 * 1024
 
 
 class ArchiveRefused(Exception):
@@ -34,13 +39,17 @@ class ArchiveRefused(Exception):
 
 @dataclass
 class Archive:
-    """What an archive holds: its files as manifest entries, and each distinct content in `folder/<sha256>`."""
+    """What an archive holds: its files as manifest entries, each distinct content in memory or `folder/<sha256>`."""
 
     folder: tempfile.TemporaryDirectory
     entries: list[spec.Entry] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)
+    in_memory: dict[str, bytes] = field(default_factory=dict)
+    memory_used: int = 0
 
     def open(self, sha256: str) -> BinaryIO:
+        if sha256 in self.in_memory:
+            return io.BytesIO(self.in_memory[sha256])
         return open(Path(self.folder.name) / sha256, "rb")
 
 
@@ -133,9 +142,16 @@ def _check_bounds(member: tarfile.TarInfo, total: int, files: int, limits: spec.
 
 
 def _keep(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Archive) -> str:
-    """Copy the member's bytes to `folder/<sha256>` (once per content) and return the sha256."""
-    digest = hashlib.sha256()
+    """Keep the member's bytes once per content (in memory or in `folder/<sha256>`) and return the sha256."""
     source = tar.extractfile(member)
+    if member.size <= SMALL_FILE and archive.memory_used + member.size <= MEMORY_BUDGET:
+        data = source.read(member.size)
+        sha256 = hashlib.sha256(data).hexdigest()
+        if sha256 not in archive.sizes:
+            archive.in_memory[sha256], archive.sizes[sha256] = data, member.size
+            archive.memory_used += member.size
+        return sha256
+    digest = hashlib.sha256()
     with tempfile.NamedTemporaryFile(dir=archive.folder.name, delete=False) as target:
         while chunk := source.read(COPY_CHUNK):
             digest.update(chunk)

@@ -6,6 +6,7 @@ stored, or claim another's content by its hash. Every refusal comes before anyth
 """
 import io
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO
 
 from django.conf import settings
@@ -235,11 +236,17 @@ def upload_create(*, user, workspace: Workspace, body: BinaryIO, content_type: s
     except archives.ArchiveRefused as exc:
         raise Refused(str(exc), code=exc.code, target="") from None
     try:
-        with transaction.atomic():
-            for sha256, size in archive.sizes.items():
-                with archive.open(sha256) as content:
-                    storage.blob_put(sha256, content)
-                Blob.objects.get_or_create(workspace=workspace, sha256=sha256, defaults={"size": size, "created_by": user})
-            return _snapshot_save(user, workspace, archive.entries, archive.sizes, limits)
+        return _archive_save(user, workspace, archive, limits)
     finally:
         archive.folder.cleanup()
+
+
+def _archive_save(user, workspace: Workspace, archive: archives.Archive, limits: spec.Limits) -> tuple[Snapshot, bool]:
+    """Store the archive's contents this workspace does not have yet, then record them and the snapshot."""
+    known = set(Blob.objects.filter(workspace=workspace, sha256__in=list(archive.sizes)).values_list("sha256", flat=True))
+    new = [sha256 for sha256 in archive.sizes if sha256 not in known]
+    storage.blobs_put({sha256: (partial(archive.open, sha256), archive.sizes[sha256]) for sha256 in new})
+    with transaction.atomic():
+        Blob.objects.bulk_create([Blob(workspace=workspace, sha256=sha256, size=archive.sizes[sha256], created_by=user)
+                                  for sha256 in new], ignore_conflicts=True)
+        return _snapshot_save(user, workspace, archive.entries, archive.sizes, limits)

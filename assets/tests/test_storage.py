@@ -63,9 +63,13 @@ def test_a_wrong_hash_discards_the_upload_and_stores_nothing(owner_api, workspac
 
 
 def test_an_uploaded_archive_stores_each_content_once(owner_api, workspace):
-    body = targz({"src/train.py": b"print('hi')\n", "src/copy.py": b"print('hi')\n", "README.md": b"# x\n"})
-    response = post_archive(owner_api, body)
+    """Small files (kept in memory while the archive is checked) and large ones (spilled to disk) alike."""
+    contents = {"src/train.py": b"print('hi')\n", "src/copy.py": b"print('hi')\n", "weights.bin": BIG}
+    response = post_archive(owner_api, targz(contents))
     assert response.status_code == 201, response.json()
-    assert stored_keys() == {f"blobs/{sha(data)[:2]}/{sha(data)}" for data in (b"print('hi')\n", b"# x\n")}
-    assert post_archive(owner_api, body).status_code == 200
+    assert stored_keys() == {f"blobs/{sha(data)[:2]}/{sha(data)}" for data in (b"print('hi')\n", BIG)}
+    for data in set(contents.values()):
+        download = owner_api.get(f"{WS}/blobs/{sha(data)}/", {"download": "true"})
+        assert b"".join(download.streaming_content) == data
+    assert post_archive(owner_api, targz(contents, mtime=12345)).status_code == 200
     assert len(stored_keys()) == 2

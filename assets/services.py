@@ -21,7 +21,7 @@ from .models import Blob, BlobPart, BlobUpload, Snapshot
 
 
 class Refused(BadRequest):
-    """A 400 naming its field; subclasses change the status."""
+    """A 400 with its own code, naming the field at fault."""
 
 
 class OffsetConflict(BadRequest):
@@ -31,14 +31,20 @@ class OffsetConflict(BadRequest):
 
 
 class Missing(BadRequest):
+    """A 404 that says what is missing (chunks for an upload nobody started)."""
+
     status_code = 404
 
 
 class UnsupportedArchive(BadRequest):
+    """A 415: uploads/ takes a .tar.gz only."""
+
     status_code = 415
 
 
 class BodyTooLarge(BadRequest):
+    """A 413 for a body that announced no length and ran past the limit (the middleware refuses the others)."""
+
     status_code = 413
 
 

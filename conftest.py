@@ -34,6 +34,14 @@ def shared_test_data(settings):
 
 
 @pytest.fixture(autouse=True)
+def artifact_folder(settings, tmp_path_factory):
+    """Artifact storage (assets/) in the test session's temporary folder, never the checkout's var/."""
+    folder = tmp_path_factory.getbasetemp() / "artifacts"
+    settings.STORAGES = {**settings.STORAGES, "artifacts": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(folder)}}}
+
+
+@pytest.fixture(autouse=True)
 def fresh_throttles():
     """Throttles count in the cache (Redis in the test runs): one test's failed attempts must not refuse the next's."""
     from django.core.cache import cache

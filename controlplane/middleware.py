@@ -1,4 +1,6 @@
 """Middleware for limits and headers that every request gets: API body sizes and the Content-Security-Policy."""
+import re
+
 from django.conf import settings
 from django.http import JsonResponse
 
@@ -6,12 +8,16 @@ from controlplane.api import error_body
 
 API_PREFIX = "/api/"
 SCORE_SUFFIX = "/score"
+# A blob's chunk and an uploads/ archive are files, streamed to storage: they have their own, larger bound.
+ARTIFACT_BODY = re.compile(r"^/api/v1/workspaces/[^/]+/(blobs/[^/]+|uploads)/?$")
 
 
 def body_limit(path: str) -> int:
     """Scoring carries the model's input, which may be larger than any record Dockyard stores."""
     if path.rstrip("/").endswith(SCORE_SUFFIX):
         return settings.DOCKYARD_MAX_SCORE_BYTES
+    if ARTIFACT_BODY.match(path):
+        return settings.DOCKYARD_ARTIFACT_BODY_MAX_BYTES
     return settings.DOCKYARD_MAX_BODY_BYTES
 
 

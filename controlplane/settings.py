@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "compute",
     "jobs",
     "endpoints",
+    "assets",
     "frontend",
 ]
 
@@ -292,6 +293,46 @@ DOCKYARD_CSP = (
 # Swagger UI's page carries an inline <style> block; its script is a file (drf-spectacular serves it at ?script).
 DOCKYARD_CSP_DOCS_PREFIX = "/api/v1/docs/"
 DOCKYARD_CSP_DOCS = DOCKYARD_CSP.replace("style-src 'self';", "style-src 'self' 'unsafe-inline';")
+
+# Artifacts (assets/): content-addressed blobs and folder snapshots behind Django's storage API, storage "artifacts".
+# The embedded default is a folder under var/; DOCKYARD_ARTIFACT_S3_BUCKET selects any S3-compatible store instead.
+DOCKYARD_ARTIFACT_DIR = Path(os.environ.get("DOCKYARD_ARTIFACT_DIR", VAR_DIR / "artifacts"))
+DOCKYARD_ARTIFACT_S3_BUCKET = os.environ.get("DOCKYARD_ARTIFACT_S3_BUCKET", "")
+
+
+def artifact_storage() -> dict:
+    """The "artifacts" storage: S3 (django-storages) when a bucket is set, else the filesystem (owner-only files)."""
+    if not DOCKYARD_ARTIFACT_S3_BUCKET:
+        return {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": str(DOCKYARD_ARTIFACT_DIR), "file_permissions_mode": 0o600, "directory_permissions_mode": 0o700}}
+    endpoint = os.environ.get("DOCKYARD_ARTIFACT_S3_ENDPOINT_URL") or None
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": DOCKYARD_ARTIFACT_S3_BUCKET,
+        "endpoint_url": endpoint,
+        "region_name": os.environ.get("DOCKYARD_ARTIFACT_S3_REGION") or None,
+        "access_key": os.environ.get("DOCKYARD_ARTIFACT_S3_ACCESS_KEY_ID") or None,
+        "secret_key": os.environ.get("DOCKYARD_ARTIFACT_S3_SECRET_ACCESS_KEY") or None,
+        "location": os.environ.get("DOCKYARD_ARTIFACT_S3_PREFIX", ""),
+        # MinIO, Ceph and most self-hosted stores want bucket names in the path, not in the host name
+        "addressing_style": os.environ.get("DOCKYARD_ARTIFACT_S3_ADDRESSING_STYLE") or ("path" if endpoint else None),
+        "default_acl": None,
+        "file_overwrite": True,  # keys are content hashes or unique part names; a PUT replaces an object atomically
+    }}
+
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "artifacts": artifact_storage(),
+}
+# Bounds of what a workspace stores: one blob, one snapshot (bytes, files, path depth and length), one request body
+# of a blob chunk or an uploads/ archive (the other API bodies keep DOCKYARD_MAX_BODY_BYTES).
+DOCKYARD_ARTIFACT_MAX_BYTES = int(os.environ.get("DOCKYARD_ARTIFACT_MAX_BYTES", str(1024**3)))
+DOCKYARD_ARTIFACT_BODY_MAX_BYTES = int(os.environ.get("DOCKYARD_ARTIFACT_BODY_MAX_BYTES", str(256 * 1024**2)))
+DOCKYARD_SNAPSHOT_MAX_BYTES = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_BYTES", str(1024**3)))
+DOCKYARD_SNAPSHOT_MAX_FILES = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_FILES", "10000"))
+DOCKYARD_SNAPSHOT_MAX_DEPTH = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_DEPTH", "32"))
+DOCKYARD_SNAPSHOT_MAX_PATH_CHARS = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_PATH_CHARS", "1024"))
 
 # Logging: one line per record to stderr; request bodies are never logged.
 LOGGING = {

@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("compute.urls")),
     path("", include("jobs.urls")),
     path("", include("endpoints.urls")),
+    path("", include("assets.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),  # JSON, as its name says
     # the split view serves Swagger UI's start-up script as a file (?script), so the page needs no inline script (CSP)
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="openapi"), name="api-docs"),

@@ -10,11 +10,14 @@ Tokens and the catalogs belong to no workspace: any signed-in user. Staff alone 
 and attach a cluster `in_cluster` (with Dockyard's own service account).
 The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
 """
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from assets.specs import snapshots as spec
+from assets.tests.support import sha, targz
 from compute.services import compute_create, instance_types_create
 from compute.tests.factories import body, create_compute
 from conftest import ROLES
@@ -65,6 +68,19 @@ ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" 
 DEPLOYMENT = {"code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}}
 
 
+HELLO, PENDING = sha(b"hello"), sha(b"pending bytes")
+HELLO_SNAPSHOT = spec.snapshot_id([spec.Entry("hello.txt", HELLO, 0o644)])
+
+
+def artifacts(owner, workspace) -> None:
+    """Blob `hello` and snapshot `hello.txt` uploaded (as one .tar.gz), and an upload of PENDING (100 bytes) begun."""
+    from assets import services
+
+    services.upload_create(user=owner, workspace=workspace, body=io.BytesIO(targz({"hello.txt": b"hello"})),
+                           content_type="application/gzip")
+    services.blob_upload_start(user=owner, workspace=workspace, sha256=PENDING, size=100)
+
+
 def online_endpoint(owner, workspace) -> dict:
     """Local endpoint `adder` with deployment `blue` (no traffic); returns its keys."""
     from endpoints.services import deployment_create, endpoint_create
@@ -85,6 +101,7 @@ class Endpoint:
     # "endpoint": local endpoint `adder`; "local-off": team-a without local compute; "pod": Dockyard runs in a pod
     needs: tuple = field(default=())
     settings: dict = field(default_factory=dict)
+    content_type: str | None = None  # a raw body (bytes) of this type instead of JSON
 
 
 ENDPOINTS = [
@@ -147,6 +164,16 @@ ENDPOINTS = [
     Endpoint("job-outputs", "get", f"{WS}/jobs/train/outputs/", read(), needs=("job",)),
     # (the job has not run: no such file, but only after the same access checks as the list)
     Endpoint("job-output-download", "get", f"{WS}/jobs/train/outputs/?path=model.bin", read(404), needs=("job",)),
+    Endpoint("blobs-create", "post", f"{WS}/blobs/", use(201), {"sha256": sha(b"new"), "size": 3}),
+    Endpoint("blob-retrieve", "get", f"{WS}/blobs/{HELLO}/", read(), needs=("artifacts",)),
+    Endpoint("blob-download", "get", f"{WS}/blobs/{HELLO}/?download=true", read(), needs=("artifacts",)),
+    Endpoint("blob-chunk", "patch", f"{WS}/blobs/{PENDING}/?offset=0", use(200), b"x" * 10, ("artifacts",),
+             content_type="application/octet-stream"),
+    Endpoint("snapshots-list", "get", f"{WS}/snapshots/", read(), needs=("artifacts",)),
+    Endpoint("snapshots-create", "post", f"{WS}/snapshots/", use(201), {"files": [{"path": "again.txt", "sha256": HELLO}]},
+             ("artifacts",)),
+    Endpoint("snapshot-retrieve", "get", f"{WS}/snapshots/{HELLO_SNAPSHOT}/", read(), needs=("artifacts",)),
+    Endpoint("uploads-create", "post", f"{WS}/uploads/", use(201), targz({"new.txt": b"new"}), content_type="application/gzip"),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
@@ -197,11 +224,14 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
         job_create(user=users["owner"], workspace=workspace, data=JOB)
     if "endpoint" in endpoint.needs:
         online_endpoint(users["owner"], workspace)
+    if "artifacts" in endpoint.needs:
+        artifacts(users["owner"], workspace)
     client = api_as(role)
     # the token to revoke belongs to the caller (anonymous tries the owner's)
     token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")
     path = endpoint.path.format(token=token.pk)
-    response = getattr(client, endpoint.method)(path, endpoint.data, format="json")
+    body = {"content_type": endpoint.content_type} if endpoint.content_type else {"format": "json"}
+    response = getattr(client, endpoint.method)(path, endpoint.data, **body)
     status = endpoint.expected[role]
     if status >= 400:
         assert_error(response, status, CODES[status])

@@ -119,6 +119,16 @@ def add_online_deployments(n, workspace, owner):
                                         spec={"endpoint_name": "scorer"}, created_by=owner if index % 2 else UserFactory())
 
 
+def add_snapshots(n, workspace, owner):
+    """Snapshots by alternating creators (the list shows who made each, not the files)."""
+    from assets.models import Snapshot
+
+    start = Snapshot.objects.count()
+    Snapshot.objects.bulk_create([
+        Snapshot(workspace=workspace, sha256=f"{index:064x}", files=[["a.py", "0" * 64, 0o644]], size=1, file_count=1,
+                 created_by=owner if index % 2 else UserFactory()) for index in range(start, start + n)])
+
+
 # (its URL, how to add rows, the most queries it may take: token, [workspace, role,] count, page)
 LISTS = [
     pytest.param("/api/v1/workspaces/", add_workspaces, 3, id="workspaces"),
@@ -133,6 +143,7 @@ LISTS = [
     pytest.param(f"{WS}/jobs/eventful/events/", add_job_events, 5, id="job-events"),
     pytest.param(f"{WS}/online-endpoints/", add_online_endpoints, 5, id="online-endpoints"),
     pytest.param(f"{WS}/online-endpoints/scorer/deployments/", add_online_deployments, 5, id="online-deployments"),
+    pytest.param(f"{WS}/snapshots/", add_snapshots, 5, id="snapshots"),
 ]
 
 

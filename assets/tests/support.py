@@ -1,21 +1,59 @@
-"""Fixtures shared by the asset spec tests: Azure ML's published example YAMLs, read as the server reads a body."""
-from pathlib import Path
+"""Helpers of the artifact tests: hashes, raw chunk uploads, .tar.gz bodies and what the workspace holds."""
+import hashlib
+import io
+import tarfile
 
-from controlplane.parsers import load_yaml
+from assets.models import Blob, BlobPart, BlobUpload, Snapshot
 
-YAML = Path(__file__).resolve().parent / "yaml"
-
-
-def example(name: str) -> dict:
-    """One example file of yaml/, through Dockyard's YAML loader (aliases, depth and bad text refused)."""
-    return load_yaml((YAML / name).read_text())
+WS = "/api/v1/workspaces/team-a"
 
 
-def read_beside_examples(path: str) -> object:
-    """What the CLI does with `conda_file: <path>`: read it beside the YAML."""
-    return load_yaml((YAML / path).read_text())
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def fields_of(errors) -> list[str]:
-    """The field paths of a SpecErrors' rows."""
-    return [field for field, _ in errors.value.errors]
+def start(api, data: bytes, size: int | None = None, workspace: str = WS):
+    return api.post(f"{workspace}/blobs/", {"sha256": sha(data), "size": len(data) if size is None else size}, format="json")
+
+
+def send(api, sha256: str, offset: int, chunk: bytes, workspace: str = WS):
+    return api.generic("PATCH", f"{workspace}/blobs/{sha256}/?offset={offset}", chunk,
+                       content_type="application/octet-stream")
+
+
+def upload(api, data: bytes, chunk_size: int = 1 << 20, workspace: str = WS) -> dict:
+    """Start and send a blob in chunks; the last answer."""
+    answer = start(api, data, workspace=workspace).json()
+    for offset in range(0, len(data), chunk_size):
+        answer = send(api, sha(data), offset, data[offset:offset + chunk_size], workspace).json()
+    return answer
+
+
+def targz(files: dict[str, bytes | tuple], *, mtime: int = 0, prefix: str = "") -> bytes:
+    """A .tar.gz of `files` (path -> bytes, or a ready TarInfo and bytes for special members)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name, content in files.items():
+            if isinstance(content, tuple):
+                info, data = content
+                tar.addfile(info, io.BytesIO(data) if data is not None else None)
+                continue
+            info = tarfile.TarInfo(prefix + name)
+            info.size, info.mtime, info.mode = len(content), mtime, 0o644
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def member(name: str, kind: bytes, *, linkname: str = "", data: bytes | None = None) -> tuple:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    info.size = len(data) if data is not None else 0
+    return info, data
+
+
+def post_archive(api, body: bytes, content_type: str = "application/gzip", workspace: str = WS):
+    return api.post(f"{workspace}/uploads/", body, content_type=content_type)
+
+
+def records() -> tuple[int, int, int, int]:
+    return Blob.objects.count(), BlobUpload.objects.count(), BlobPart.objects.count(), Snapshot.objects.count()

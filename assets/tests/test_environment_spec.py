@@ -2,7 +2,7 @@
 import pytest
 
 from assets.specs.environment import FIELDS, STORED_ONLY, parse_environment
-from assets.tests.support import example, fields_of, read_beside_examples
+from assets.tests.examples import example, fields_of, read_beside_examples
 from controlplane.specs import SpecErrors
 
 PYDATA = {"name": "pydata", "channels": ["conda-forge"],

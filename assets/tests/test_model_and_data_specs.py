@@ -5,7 +5,7 @@ import yaml
 from assets.specs import data, model
 from assets.specs.data import parse_data
 from assets.specs.model import parse_model
-from assets.tests.support import example, fields_of
+from assets.tests.examples import example, fields_of
 from controlplane.parsers import YAMLRefused, load_yaml
 from controlplane.specs import SpecErrors
 

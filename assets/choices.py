@@ -1,0 +1,8 @@
+from django.db import models
+
+
+class ArchiveType(models.TextChoices):
+    """Bodies `uploads/` takes: a gzip-compressed tar of the folder."""
+
+    GZIP = "application/gzip"
+    X_GZIP = "application/x-gzip"

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from controlplane.crypto import decrypt_json, encrypt_json
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import Reconciled
 from workspaces.models import Workspace
 
@@ -114,3 +115,12 @@ class InstanceType(Reconciled):
 
     def __str__(self):
         return f"{self.cluster_id}/{self.name}"
+
+    def shape(self) -> Shape:
+        """The record as the one Shape every manifest, row and placement reads (on no attachment yet: see Shape.on)."""
+        return Shape(self.name, self.node_selector, self.requests, self.limits, self.gpu)
+
+    @staticmethod
+    def shape_fields(shape: Shape) -> dict:
+        """The record's fields that hold a shape, as a shape gives them (`shape`'s inverse)."""
+        return {"node_selector": shape.node_selector, "requests": shape.requests, "limits": shape.limits, "gpu": shape.gpu}

@@ -79,8 +79,8 @@ def test_jobs_reconcile_takes_only_the_connection_helpers_of_compute_reconcile()
 
 
 PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kube/objects.py", "controlplane/kube/quantities.py",
-        "controlplane/kube/pods.py", "compute/vmsizes.py", "compute/capabilities.py", "compute/manifests.py",
-        "jobs/spec.py", "jobs/manifests.py"]
+        "controlplane/kube/pods.py", "controlplane/kube/resources.py", "compute/vmsizes.py", "compute/capabilities.py",
+        "compute/manifests.py", "jobs/spec.py", "jobs/manifests.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 

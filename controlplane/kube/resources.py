@@ -4,7 +4,7 @@ Kubernetes writes a GPU count among a container's limits (`nvidia.com/gpu`, neve
 apart, as a whole number, so that cpu and memory limits are always quantity strings. `split_gpu` is the one place
 that takes it out of a limits map and `container_resources` the one place that puts it back.
 """
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .objects import GPU
 from .quantities import cpu_millicores, memory_bytes
@@ -41,9 +41,12 @@ class Shape:
     gpu: int = 0
     extension_selector: dict[str, str] = field(default_factory=dict)
 
-    def __post_init__(self):
-        for name in ("node_selector", "requests", "limits", "extension_selector"):  # never the caller's dict itself
-            object.__setattr__(self, name, dict(getattr(self, name) or {}))
+    def __post_init__(self):  # copies: never the caller's dicts themselves (a record's JSON fields, say)
+        setattr_ = object.__setattr__
+        setattr_(self, "node_selector", dict(self.node_selector or {}))
+        setattr_(self, "requests", dict(self.requests or {}))
+        setattr_(self, "limits", dict(self.limits or {}))
+        setattr_(self, "extension_selector", dict(self.extension_selector or {}))
 
     @classmethod
     def from_spec(cls, name: str, spec: dict | None) -> "Shape":
@@ -55,7 +58,7 @@ class Shape:
 
     def on(self, extension_selector: dict[str, str] | None) -> "Shape":
         """This shape on a compute attachment whose own node selector is `extension_selector`."""
-        return replace(self, extension_selector=extension_selector or {})
+        return Shape(self.name, self.node_selector, self.requests, self.limits, self.gpu, extension_selector)
 
     @property
     def selector(self) -> dict[str, str]:

@@ -889,8 +889,8 @@ def batched_submit_whatif(ctx, n: int, batch: int) -> dict:
                 shapes_by_name = {}
                 for name in {job.instance_type for job in jobs}:
                     record = InstanceType.objects.filter(cluster_id=target.cluster_id, name=name).first()
-                    shape = shapes.DEFAULT_SHAPE if record is None else record.shape()
-                    shapes_by_name[name] = shape.on(target.properties.get("node_selector"))
+                    extension = target.properties.get("node_selector")
+                    shapes_by_name[name] = shapes.DEFAULT_SHAPE.on(extension) if record is None else record.shape(extension)
                 events, params = [], []
                 for job in jobs:
                     shape = shapes_by_name[job.instance_type]

@@ -116,9 +116,10 @@ class InstanceType(Reconciled):
     def __str__(self):
         return f"{self.cluster_id}/{self.name}"
 
-    def shape(self) -> Shape:
-        """The record as the one Shape every manifest, row and placement reads (on no attachment yet: see Shape.on)."""
-        return Shape(self.name, self.node_selector, self.requests, self.limits, self.gpu)
+    def shape(self, extension_selector: dict[str, str] | None = None) -> Shape:
+        """The record as the one Shape every manifest, row and placement reads, on the compute attachment whose own
+        node selector is `extension_selector` (none: the instance type alone, as its CR has it)."""
+        return Shape(self.name, self.node_selector, self.requests, self.limits, self.gpu, extension_selector)
 
     @staticmethod
     def shape_fields(shape: Shape) -> dict:

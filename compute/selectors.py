@@ -62,10 +62,10 @@ def local_compute(workspace) -> dict | None:
 def _instance_type_shapes(compute: ComputeTarget, name: str | None) -> list[tuple[Shape, InstanceType | None]]:
     """The one lookup of instance types: the cluster's records (or just `name`) and the built-in default unless
     overridden, each as its Shape on this attachment, by name."""
-    records = InstanceType.objects.filter(cluster_id=compute.cluster_id) if compute.cluster_id else InstanceType.objects.none()
-    records = list(records.filter(name=name) if name else records)
+    lookup = {"cluster_id": compute.cluster_id, **({"name": name} if name else {})}  # one filter(): each clones the query
+    records = list(InstanceType.objects.filter(**lookup)) if compute.cluster_id else []
     extension = compute.properties.get("node_selector") or {}
-    found = [(record.shape().on(extension), record) for record in records]
+    found = [(record.shape(extension), record) for record in records]
     if name in (None, shapes.DEFAULT_NAME) and not any(record.name == shapes.DEFAULT_NAME for record in records):
         found.append((shapes.DEFAULT_SHAPE.on(extension), None))
     return sorted(found, key=lambda pair: pair[0].name)

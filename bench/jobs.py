@@ -444,8 +444,8 @@ def attach(user, workspace, fake: Fake, name: str) -> ComputeTarget:
 
 def set_limit(qps: float, burst: int) -> None:
     """This process's client-side limit (fresh buckets: each measurement starts with a full burst, as a new cluster does)."""
-    for api in kube._clients.values():
-        api.close()
+    for pinned in kube._clients.values():  # each holds its ApiClient (bound to the checked address)
+        pinned.api.close()
     kube._clients.clear()
     kube._buckets.clear()
     kube.QPS, kube.BURST = qps, burst
@@ -759,7 +759,7 @@ class Spent:
 STAGES = [  # (module, attribute, label): timed inclusively (they nest) in the per-job split
     ("controlplane.reconciling", "locked_run", "locked_run (lock, reconcile, commit)"),
     ("jobs.reconcile.kubernetes", "render", "  render (instance type + manifests)"),
-    ("jobs.reconcile.kubernetes", "instance_type_get", "    instance_type_get"),
+    ("jobs.reconcile.kubernetes", "instance_type_shape", "    instance_type_shape"),
     ("jobs.reconcile.kubernetes", "connection_for", "  connection_for"),
     ("controlplane.kube.client", "request", "  kube.request (the apply)"),
     ("jobs.reconcile.kubernetes", "transition", "  transition (+ event INSERT)"),
@@ -773,13 +773,16 @@ def as_before(stack: contextlib.ExitStack) -> None:
     """The submit path as it was before bench/README's jobs changes: the whole instance_type_get row, and the generation
     written by reconcile_job in an UPDATE of its own."""
     from compute.selectors import instance_type_get
+    from controlplane.kube.resources import Shape
     from jobs.reconcile import kubernetes
 
     def whole_row(compute, name):
-        return instance_type_get(compute=compute, name=name)
+        row = instance_type_get(compute=compute, name=name)
+        spec = row and {"nodeSelector": row["nodeSelector"], "resources": row["resources"]}
+        return row and Shape.from_spec(row["name"], spec).on(compute.properties.get("node_selector"))
 
-    if hasattr(kubernetes, "_instance_type"):
-        stack.enter_context(patched(kubernetes, "_instance_type", whole_row))
+    if hasattr(kubernetes, "instance_type_shape"):
+        stack.enter_context(patched(kubernetes, "instance_type_shape", whole_row))
     if hasattr(kubernetes, "generation_seen"):
         stack.enter_context(patched(kubernetes, "generation_seen", lambda job: []))
 
@@ -865,7 +868,6 @@ def batched_submit_whatif(ctx, n: int, batch: int) -> dict:
 
     from compute import shapes
     from compute.models import InstanceType
-    from controlplane.kube.objects import GPU
     from jobs.choices import JobStatus
     from jobs.manifests import job_manifests
     from jobs.models import JobEvent
@@ -887,18 +889,15 @@ def batched_submit_whatif(ctx, n: int, batch: int) -> dict:
                 shapes_by_name = {}
                 for name in {job.instance_type for job in jobs}:
                     record = InstanceType.objects.filter(cluster_id=target.cluster_id, name=name).first()
-                    shapes_by_name[name] = shapes.DEFAULT_SHAPE if record is None else shapes.Shape(
-                        record.name, record.node_selector, record.requests, record.limits, record.gpu)
+                    extension = target.properties.get("node_selector")
+                    shapes_by_name[name] = shapes.DEFAULT_SHAPE.on(extension) if record is None else record.shape(extension)
                 events, params = [], []
                 for job in jobs:
                     shape = shapes_by_name[job.instance_type]
-                    limits = {key: value for key, value in shape.limits.items() if key != GPU}  # as render() has it
                     kube_name = kube_job_name(job.workspace.name, job.name)
                     manifests = job_manifests(
                         spec=job.spec, job_name=kube_name, namespace=target.properties.get("namespace", "default"),
-                        workspace=job.workspace.name, shape={"requests": dict(shape.requests), "limits": limits,
-                                                             "gpu": shape.gpu or 0},
-                        node_selector=shapes.effective_selector(shape, target.properties.get("node_selector") or {}))
+                        workspace=job.workspace.name, shape=shape)
                     for manifest in manifests:
                         kube.apply(conn, manifest)
                     now = timezone.now()

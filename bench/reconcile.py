@@ -188,8 +188,8 @@ def reset_records(cluster: Cluster) -> None:
 
 
 def fresh_kube_clients(limit: tuple[float, int]) -> None:
-    for api in kube._clients.values():
-        api.close()
+    for pinned in kube._clients.values():  # each holds its ApiClient (bound to the checked address)
+        pinned.api.close()
     kube._clients.clear()
     kube._buckets.clear()
     kube.QPS, kube.BURST = limit

@@ -1,6 +1,7 @@
 """Instance type records → the InstanceType CRD and CRs as plain dicts (pure)."""
 from controlplane.kube.objects import GPU, MANAGED_BY, MANAGER, labels
 from controlplane.kube.quantities import QUANTITY_PATTERN
+from controlplane.kube.resources import Shape
 
 INSTANCE_TYPE_GROUP = "amlarc.azureml.com"
 INSTANCE_TYPE_VERSION = "v1alpha1"
@@ -59,16 +60,11 @@ def instance_type_crd() -> dict:
     }
 
 
-def instance_type_manifest(
-    *, name: str, node_selector: dict[str, str], requests: dict[str, str], limits: dict[str, str | int], cluster_id: int
-) -> dict:
-    """The InstanceType CR for a record; GPUs appear under limits only, and only when there are some."""
-    spec: dict = {"resources": {"requests": dict(requests), "limits": {key: value for key, value in limits.items() if value}}}
-    if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
+def instance_type_manifest(shape: Shape, *, cluster_id: int) -> dict:
+    """The InstanceType CR of an instance type's shape; GPUs appear under limits only, and only when there are some."""
     return {
         "apiVersion": INSTANCE_TYPE_API_VERSION,
         "kind": "InstanceType",
-        "metadata": {"name": name, "labels": labels("instancetype", cluster=str(cluster_id))},
-        "spec": spec,
+        "metadata": {"name": shape.name, "labels": labels("instancetype", cluster=str(cluster_id))},
+        "spec": shape.spec(),
     }

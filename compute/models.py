@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from controlplane.crypto import decrypt_json, encrypt_json
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import Reconciled
 from workspaces.models import Workspace
 
@@ -101,3 +102,13 @@ class InstanceType(Reconciled):
 
     def __str__(self):
         return f"{self.cluster_id}/{self.name}"
+
+    def shape(self, extension_selector: dict[str, str] | None = None) -> Shape:
+        """The record as the one Shape every manifest, row and placement reads, on the compute attachment whose own
+        node selector is `extension_selector` (none: the instance type alone, as its CR has it)."""
+        return Shape(self.name, self.node_selector, self.requests, self.limits, self.gpu, extension_selector)
+
+    @staticmethod
+    def shape_fields(shape: Shape) -> dict:
+        """The record's fields that hold a shape, as a shape gives them (`shape`'s inverse)."""
+        return {"node_selector": shape.node_selector, "requests": shape.requests, "limits": shape.limits, "gpu": shape.gpu}

@@ -2,8 +2,7 @@
 from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
-from controlplane.kube import quantities
-from controlplane.kube.objects import GPU
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import ProvisioningState
 from workspaces import access
 from workspaces.models import Workspace
@@ -82,34 +81,36 @@ def local_compute(workspace) -> dict | None:
     }
 
 
-def _fitting_nodes(shape: shapes.Shape, selector: dict, nodes: list[dict]) -> list[str]:
-    try:
-        return [node["name"] for node in nodes if shapes.fits(shape, selector, node)]
-    except quantities.QuantityError:  # an imported CR with values Dockyard would refuse fits nowhere
-        return []
+def _instance_type_shapes(compute: ComputeTarget, name: str | None) -> list[tuple[Shape, InstanceType | None]]:
+    """The one lookup of instance types: the cluster's records (or just `name`) and the built-in default unless
+    overridden, each as its Shape on this attachment, by name."""
+    lookup = {"cluster_id": compute.cluster_id, **({"name": name} if name else {})}  # one filter(): each clones the query
+    records = list(InstanceType.objects.filter(**lookup)) if compute.cluster_id else []
+    extension = compute.properties.get("node_selector") or {}
+    found = [(record.shape(extension), record) for record in records]
+    if name in (None, shapes.DEFAULT_NAME) and not any(record.name == shapes.DEFAULT_NAME for record in records):
+        found.append((shapes.DEFAULT_SHAPE.on(extension), None))
+    return sorted(found, key=lambda pair: pair[0].name)
 
 
-def _manifest(compute: ComputeTarget, shape: shapes.Shape) -> dict:
-    return instance_type_manifest(
-        name=shape.name, node_selector=shape.node_selector, requests=shape.requests,
-        limits={**shape.limits, GPU: shape.gpu}, cluster_id=compute.cluster_id,
-    )
+def _state(record: InstanceType | None) -> str:
+    return record.provisioning_state if record else "Succeeded"  # the built-in needs no CR
 
 
-def _instance_type_row(compute: ComputeTarget, shape: shapes.Shape, record: InstanceType | None, nodes: list[dict]) -> dict:
+def _instance_type_row(compute: ComputeTarget, shape: Shape, record: InstanceType | None, nodes: list[dict]) -> dict:
     """An instance type as the API shows it for one attachment: shape, source, state, fit, rendered CR, drift."""
-    selector = shapes.effective_selector(shape, compute.properties.get("node_selector") or {})
-    fitting = _fitting_nodes(shape, selector, nodes)
+    fitting = shapes.fitting_nodes(shape, nodes)
     ours = record is not None and record.source == InstanceType.Source.DOCKYARD
-    manifest = _manifest(compute, shape) if ours else None  # the built-in is no CR; imported ones are the cluster's
+    # the built-in is no CR; imported ones are the cluster's
+    manifest = instance_type_manifest(shape, cluster_id=compute.cluster_id) if ours else None
     observed = record.observed_spec if record else None
     drifted = bool(ours and observed is not None and record.provisioning_state == "Succeeded" and observed != manifest["spec"])
     warnings = [] if fitting or not nodes else [f"No node can host '{shape.name}' today (selector or size); it is saved anyway, as clusters autoscale."]
     return {
         "name": shape.name, "nodeSelector": shape.node_selector, "resources": shape.resources(),
-        "effective_node_selector": selector,
+        "effective_node_selector": shape.selector,
         "source": record.source if record else "builtin",
-        "provisioning_state": record.provisioning_state if record else "Succeeded",
+        "provisioning_state": _state(record),
         "provisioning_errors": record.provisioning_errors if record else [],
         "status": {"observed_spec": observed, "drifted": drifted},
         "fits_nodes": fitting, "warnings": warnings, "manifest": manifest,
@@ -119,21 +120,25 @@ def _instance_type_row(compute: ComputeTarget, shape: shapes.Shape, record: Inst
 
 def instance_type_list(*, compute: ComputeTarget, name: str | None = None) -> list[dict]:
     """The cluster's instance types for this attachment (or just `name`), with the built-in default unless overridden."""
-    records = InstanceType.objects.filter(cluster_id=compute.cluster_id) if compute.cluster_id else InstanceType.objects.none()
-    records = list(records.filter(name=name) if name else records)
     nodes = compute.cluster.nodes if compute.cluster_id else []
-    rows = [_instance_type_row(compute, _shape_of(record), record, nodes) for record in records]
-    if name in (None, shapes.DEFAULT_NAME) and not any(record.name == shapes.DEFAULT_NAME for record in records):
-        rows.append(_instance_type_row(compute, shapes.DEFAULT_SHAPE, None, nodes))
-    return sorted(rows, key=lambda row: row["name"])
+    return [_instance_type_row(compute, shape, record, nodes) for shape, record in _instance_type_shapes(compute, name)]
 
 
 def instance_type_get(*, compute: ComputeTarget, name: str) -> dict | None:
     return next(iter(instance_type_list(compute=compute, name=name)), None)
 
 
-def _shape_of(record: InstanceType) -> shapes.Shape:
-    return shapes.Shape(record.name, record.node_selector, record.requests, record.limits, record.gpu)
+def instance_type_shape(*, compute: ComputeTarget, name: str | None) -> Shape | None:
+    """The shape `instance_type_get` would show, without the rest of its row (fit on every node, CR, drift): what a
+    submit or a deployment reads, at the same cost on 3 nodes and on 300."""
+    return next((shape for shape, _ in _instance_type_shapes(compute, name)), None)
+
+
+def placeable_shapes(*, compute: ComputeTarget, name: str | None = None) -> list[Shape]:
+    """The instance types (or just `name`) ready on the cluster whose pods fit one of its nodes now, by name."""
+    nodes = compute.cluster.nodes if compute.cluster_id else []
+    return [shape for shape, record in _instance_type_shapes(compute, name)
+            if _state(record) == ProvisioningState.SUCCEEDED and shapes.fitting_nodes(shape, nodes)]
 
 
 def node_list(*, compute: ComputeTarget) -> list[dict]:

@@ -213,10 +213,6 @@ def _shapes(compute: ComputeTarget, body: object) -> list[shapes.Shape]:
         raise BadRequest(message, code="InvalidInstanceType", details=details) from None
 
 
-def _shape_fields(shape: shapes.Shape) -> dict:
-    return {"node_selector": shape.node_selector, "requests": shape.requests, "limits": shape.limits, "gpu": shape.gpu}
-
-
 def _audit_instance_type(user, compute: ComputeTarget, action: str, name: str, changes: dict | None = None) -> None:
     audit_record(
         actor=user, action=action, target_type="instancetype", target_name=f"{compute.name}/{name}",
@@ -232,15 +228,11 @@ def instance_types_create(*, user, compute: ComputeTarget, body: object) -> list
     taken = sorted(InstanceType.objects.filter(cluster=cluster, name__in=[s.name for s in new]).values_list("name", flat=True))
     if taken:
         raise Conflict(f"Instance type(s) {', '.join(taken)} already exist on this cluster; use PUT or PATCH to change them.")
-    records = [InstanceType.objects.create(cluster=cluster, name=s.name, created_by=user, **_shape_fields(s)) for s in new]
+    records = [InstanceType.objects.create(cluster=cluster, name=s.name, created_by=user, **InstanceType.shape_fields(s)) for s in new]
     for record in records:
-        _audit_instance_type(user, compute, AuditAction.CREATE, record.name, changed_fields({}, _shape_fields(shapes_of(record))))
+        _audit_instance_type(user, compute, AuditAction.CREATE, record.name, changed_fields({}, InstanceType.shape_fields(record.shape())))
         _enqueue_instance_type(record, compute)
     return records
-
-
-def shapes_of(record: InstanceType) -> shapes.Shape:
-    return shapes.Shape(record.name, record.node_selector, record.requests, record.limits, record.gpu)
 
 
 def _merged(current: dict, patch: dict) -> dict:
@@ -267,7 +259,7 @@ def instance_type_update(*, user, compute: ComputeTarget, name: str, body: objec
         raise NotFound(f"Instance type '{name}' does not exist on this cluster.")
     if record is not None and record.provisioning_state == ProvisioningState.DELETING:
         raise Conflict(f"Instance type '{name}' is being deleted.")
-    base = _body_of_shape(shapes_of(record)) if record else {"name": name, "resources": shapes.DEFAULT_SHAPE.resources()}
+    base = _body_of_shape(record.shape()) if record else {"name": name, "resources": shapes.DEFAULT_SHAPE.resources()}
     cr_form = "metadata" in body or "spec" in body  # a CR names itself in metadata; a top-level name is refused there
     if partial:
         document = _merged(base, _flat_patch(body) if cr_form else body)
@@ -278,12 +270,12 @@ def instance_type_update(*, user, compute: ComputeTarget, name: str, body: objec
         raise BadRequest("The name of an instance type cannot be changed.", code="ImmutableField", target="name")
     if record is None:
         return instance_types_create(user=user, compute=compute, body=_body_of_shape(shape))[0]
-    before = _shape_fields(shapes_of(record))
-    changes = changed_fields(before, _shape_fields(shape))
+    before = InstanceType.shape_fields(record.shape())
+    changes = changed_fields(before, InstanceType.shape_fields(shape))
     adopt = record.source == InstanceType.Source.CLUSTER
     if not changes and not adopt:
         return record
-    for key, value in _shape_fields(shape).items():
+    for key, value in InstanceType.shape_fields(shape).items():
         setattr(record, key, value)
     record.source = InstanceType.Source.DOCKYARD
     record.generation += 1

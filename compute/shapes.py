@@ -1,13 +1,13 @@
-"""Instance-type shapes: the accepted body forms, the instance-types seed's rules, the built-in default (pure).
+"""Instance-type shapes: the accepted body forms, the instance-types seed's rules, the built-in default, the fit on
+nodes (pure). The Shape itself is controlplane.kube.resources'; a record gives its own with InstanceType.shape().
 
 Accepted forms, in JSON or YAML: flat `{name, nodeSelector, resources}`; the CR
 `{apiVersion: amlarc.azureml.com/v1alpha1, kind: InstanceType, metadata: {name}, spec: {...}}`; and
 `kind: InstanceTypeList` with `items` in CR form. Every problem is reported with its field path.
 """
-from dataclasses import dataclass, field
-
 from controlplane.kube import names, quantities
 from controlplane.kube.objects import GPU
+from controlplane.kube.resources import Shape, split_gpu
 from controlplane.specs import SpecErrors
 
 from .manifests import INSTANCE_TYPE_API_VERSION
@@ -30,27 +30,6 @@ DROPPED_ON_INPUT: dict[str, str] = {
     "metadata (other than name)": "labels, annotations and resourceVersion of an exported CR; Dockyard sets its own "
                                   "labels on the CRs it writes.",
 }
-
-
-@dataclass
-class Shape:
-    """One valid instance type, quantities in canonical strings."""
-
-    name: str
-    node_selector: dict[str, str] = field(default_factory=dict)
-    requests: dict[str, str] = field(default_factory=dict)
-    limits: dict[str, str] = field(default_factory=dict)
-    gpu: int = 0
-
-    def resources(self) -> dict:
-        limits = {**self.limits, GPU: self.gpu or None}
-        return {"requests": dict(self.requests), "limits": limits}
-
-    def millicores(self) -> tuple[int, int]:
-        return quantities.cpu_millicores(self.requests["cpu"]), quantities.cpu_millicores(self.limits["cpu"])
-
-    def memory(self) -> tuple[int, int]:
-        return quantities.memory_bytes(self.requests["memory"]), quantities.memory_bytes(self.limits["memory"])
 
 
 # The seed's YAML (its prose says 8 GB of memory; the YAML, which clients apply, says 2Gi).
@@ -155,8 +134,8 @@ def _resources(resources: object, path: str, errors: list) -> tuple[dict, dict, 
     for key in sorted(set(resources) - set(RESOURCE_KEYS)):
         errors.append((f"{path}.{key}", "Only requests and limits may be given."))
     requests = _resource_list(resources.get("requests"), f"{path}.requests", "requests", errors)
-    limits = _resource_list(resources.get("limits"), f"{path}.limits", "limits", errors)
-    gpu = _gpu(limits.pop(GPU, None), f"{path}.limits.{GPU}", errors)
+    limits, gpu_written = split_gpu(_resource_list(resources.get("limits"), f"{path}.limits", "limits", errors))
+    gpu = _gpu(gpu_written, f"{path}.limits.{GPU}", errors)
     _requests_within_limits(requests, limits, path, errors)
     return requests, limits, gpu
 
@@ -216,11 +195,6 @@ def parse_body(body: object, extension_selector: dict[str, str] | None = None) -
     return shapes
 
 
-def effective_selector(shape: Shape, extension_selector: dict[str, str]) -> dict[str, str]:
-    """Extension ∪ instance type: pods must match both (the seed's AND)."""
-    return {**extension_selector, **shape.node_selector}
-
-
 def node_summary(node: dict) -> dict:
     """What fit needs of a Node object: labels, taints, readiness and allocatable in exact units."""
     status = node.get("status") or {}
@@ -238,12 +212,12 @@ def node_summary(node: dict) -> dict:
     }
 
 
-def fits(shape: Shape, selector: dict[str, str], node: dict) -> bool:
-    """Can this node host a pod of this shape: ready, untainted, labels match the selector, limits fit allocatable."""
+def fits(shape: Shape, node: dict) -> bool:
+    """Can this node host a pod of this shape: ready, untainted, labels match its selector, limits fit allocatable."""
     # Instance types carry no tolerations (the seed documents none), so a NoSchedule/NoExecute taint keeps pods off.
     if not node.get("ready", True) or any(t.get("effect") in BLOCKING_TAINTS for t in node.get("taints") or []):
         return False
-    if any(node["labels"].get(key) != value for key, value in selector.items()):
+    if any(node["labels"].get(key) != value for key, value in shape.selector.items()):
         return False
     units = node["capacity_units"]
     return (
@@ -251,3 +225,11 @@ def fits(shape: Shape, selector: dict[str, str], node: dict) -> bool:
         and shape.memory()[1] <= units["memory_bytes"]
         and shape.gpu <= node["allocatable"][GPU]
     )
+
+
+def fitting_nodes(shape: Shape, nodes: list[dict]) -> list[str]:
+    """The names of the nodes (node_summary's) that can host a pod of this shape on its attachment."""
+    try:
+        return [node["name"] for node in nodes if fits(shape, node)]
+    except quantities.QuantityError:  # an imported CR with values Dockyard would refuse fits nowhere
+        return []

@@ -8,9 +8,10 @@ from compute import capabilities, shapes
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.runners import sandbox
-from compute.selectors import instance_type_get, instance_type_list
+from compute.selectors import instance_type_list, instance_type_shape
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import ProvisioningState
 from controlplane.specs import SpecErrors
 from workspaces import access
@@ -165,17 +166,14 @@ def endpoint_regenerate_key(*, user, endpoint: OnlineEndpoint, key_type: str) ->
     return made
 
 
-def _shape(endpoint: OnlineEndpoint, name: str | None) -> tuple[shapes.Shape, dict]:
-    """The instance type a Kubernetes deployment runs on (the default when none is named) and the effective node selector."""
-    row = instance_type_get(compute=endpoint.compute, name=name or shapes.DEFAULT_NAME)
-    if row is None:
+def _shape(endpoint: OnlineEndpoint, name: str | None) -> Shape:
+    """The instance type a Kubernetes deployment runs on (the default when none is named), on the endpoint's compute."""
+    shape = instance_type_shape(compute=endpoint.compute, name=name or shapes.DEFAULT_NAME)
+    if shape is None:
         known = ", ".join(item["name"] for item in instance_type_list(compute=endpoint.compute))
         raise _invalid([("instance_type", f"Compute '{endpoint.compute_name}' has no instance type '{name}' (it has: {known}).")],
                        "InvalidDeployment")
-    limits = dict(row["resources"]["limits"])
-    gpu = limits.pop(shapes.GPU, None) or 0
-    shape = shapes.Shape(row["name"], row["nodeSelector"], dict(row["resources"]["requests"]), limits, gpu)
-    return shape, row["effective_node_selector"]
+    return shape
 
 
 def _host_has(path: Path, check: str = "exists") -> bool:
@@ -252,7 +250,7 @@ def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, s
         errors = errors or _local_problems(spec)
         shape_name, resources = "", {}
     else:
-        shape, _ = _shape(endpoint, spec["instance_type"])
+        shape = _shape(endpoint, spec["instance_type"])
         shape_name = shape.name
         resources, resource_errors = resolve_resources(spec["resources"], shape, _is_mlflow(spec))
         errors += resource_errors

@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 from controlplane.kube import quantities
 from controlplane.kube.objects import GPU
+from controlplane.kube.resources import Shape, container_resources
 from controlplane.specs import (
     SpecErrors,
     camel_to_snake,
@@ -353,14 +354,14 @@ def _gpu(values: dict, path: str, errors: list) -> int:
         return 0
 
 
-def resolve_resources(resources: object, shape, mlflow: bool) -> tuple[dict, list[tuple[str, str]]]:
+def resolve_resources(resources: object, shape: Shape, mlflow: bool) -> tuple[dict, list[tuple[str, str]]]:
     """The container's requests/limits for a deployment on `shape` (an instance type), or the rule violations.
 
     Without `resources` the instance type's shape is used as it is.
     """
     errors: list = []
     if resources is None:
-        result = {"requests": dict(shape.requests), "limits": {**shape.limits, **({GPU: shape.gpu} if shape.gpu else {})}}
+        result = shape.container_resources()
         if mlflow:
             _mlflow_minimum(shape.millicores()[0], shape.memory()[0], "instance_type", errors, shape.name)
         return result, errors
@@ -405,9 +406,7 @@ def resolve_resources(resources: object, shape, mlflow: bool) -> tuple[dict, lis
     if errors:
         return {}, errors
     chosen_limits = {key: limits[key] for key in ("cpu", "memory") if key in limits}
-    if gpu:
-        chosen_limits[GPU] = gpu
-    return {"requests": {"cpu": str(requests["cpu"]), "memory": str(requests["memory"])}, "limits": chosen_limits}, errors
+    return container_resources({"cpu": str(requests["cpu"]), "memory": str(requests["memory"])}, chosen_limits, gpu), errors
 
 
 def _below_instance_type(shape, cpu: int | None, memory: int | None, gpu: int | None, limits: dict, errors: list) -> None:

@@ -1,5 +1,6 @@
 """Job records → batch/v1 Job (+ headless Service for distributed jobs) as plain dicts (pure)."""
-from controlplane.kube.objects import GPU, labels, object_name
+from controlplane.kube.objects import labels, object_name
+from controlplane.kube.resources import Shape
 
 from .spec import render_command, shm_quantity
 
@@ -54,24 +55,23 @@ def _tf_config_prefix(spec: dict, job_name: str) -> str:
             f'\\"task\\":{{\\"type\\":\\"worker\\",\\"index\\":$NODE_RANK}}}}"\n')
 
 
-def _container(spec: dict, job_name: str, shape: dict) -> dict:
+def _container(spec: dict, job_name: str, shape: Shape) -> dict:
     command = render_command(spec)
     if (spec.get("distribution") or {}).get("type") == "tensorflow":
         command = _tf_config_prefix(spec, job_name) + command
     env = [{"name": key, "value": value} for key, value in sorted(spec.get("environment_variables", {}).items())]
-    limits = {**shape["limits"], **({GPU: shape["gpu"]} if shape["gpu"] else {})}
     return {
         "name": CONTAINER,
         "image": spec["environment"]["image"],
         "command": ["/bin/sh", "-c", command],
         "env": env + _distribution_env(spec, job_name),
-        "resources": {"requests": dict(shape["requests"]), "limits": limits},
+        "resources": shape.container_resources(),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
 
 
-def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: dict, node_selector: dict) -> dict:
-    """The batch/v1 Job: one pod per node, never restarted, shaped by the instance type."""
+def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: Shape) -> dict:
+    """The batch/v1 Job: one pod per node, never restarted, shaped by the instance type on the job's compute."""
     object_labels = labels("job", workspace=workspace, job=job_name)
     nodes = spec["resources"]["instance_count"]
     distributed = bool(spec.get("distribution")) or nodes > 1
@@ -81,8 +81,8 @@ def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, s
         "containers": [_container(spec, job_name, shape)],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_quantity(spec["resources"]["shm_size"])}}],
     }
-    if node_selector:
-        pod_spec["nodeSelector"] = dict(node_selector)
+    if shape.selector:
+        pod_spec["nodeSelector"] = shape.selector
     if distributed:
         pod_spec["subdomain"] = job_name  # with the headless Service: <job>-<index>.<job> resolves to each pod
     job_spec = {"backoffLimit": 0, "template": {"metadata": {"labels": object_labels}, "spec": pod_spec}}
@@ -115,9 +115,9 @@ def service_manifest(*, job_name: str, namespace: str, workspace: str) -> dict:
     }
 
 
-def job_manifests(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: dict, node_selector: dict) -> list[dict]:
+def job_manifests(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: Shape) -> list[dict]:
     """Everything a job needs in the cluster, Service first so rank 0's name resolves when the pods start."""
-    job = job_manifest(spec=spec, job_name=job_name, namespace=namespace, workspace=workspace, shape=shape, node_selector=node_selector)
+    job = job_manifest(spec=spec, job_name=job_name, namespace=namespace, workspace=workspace, shape=shape)
     if "completionMode" in job["spec"]:
         return [service_manifest(job_name=job_name, namespace=namespace, workspace=workspace), job]
     return [job]

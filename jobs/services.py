@@ -8,7 +8,7 @@ from compute import capabilities
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
 from compute.runners import sandbox
-from compute.selectors import instance_type_get, instance_type_list
+from compute.selectors import instance_type_list, instance_type_shape
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
 from controlplane.reconciling import ProvisioningState
@@ -108,7 +108,7 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
                                     f"{compute.type} record without a backend here yet.")])
     _check_container_job(spec)
     wanted = spec["resources"].get("instance_type")
-    if wanted and instance_type_get(compute=compute, name=wanted) is None:
+    if wanted and instance_type_shape(compute=compute, name=wanted) is None:
         known = ", ".join(row["name"] for row in instance_type_list(compute=compute))
         raise _invalid([("resources.instance_type", f"Compute '{name}' has no instance type '{wanted}' (it has: {known}).")])
     return Target.KUBERNETES, compute, wanted or "defaultinstancetype"

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from controlplane.kube import client as kube
 from controlplane.kube.objects import LABEL_PREFIX, MANAGED_BY, MANAGER
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import ProvisioningState, problem, set_status
 from controlplane.specs import SpecErrors
 
@@ -20,10 +21,7 @@ DELETED = "deleted"  # what `_reconcile_one` answers instead of the changed fiel
 
 
 def desired_manifest(record: InstanceType) -> dict:
-    return instance_type_manifest(
-        name=record.name, node_selector=record.node_selector, requests=record.requests,
-        limits={**record.limits, "nvidia.com/gpu": record.gpu}, cluster_id=record.cluster_id,
-    )
+    return instance_type_manifest(record.shape(), cluster_id=record.cluster_id)
 
 
 class Interrupted(kube.KubeTransient):
@@ -161,19 +159,13 @@ def _compare(record: InstanceType, cr: dict | None) -> int | None:
 def _spec_fields(cr: dict) -> dict:
     """Record fields from a CR written by someone else (kubectl): kept as the cluster has them."""
     spec = cr.get("spec") or {}
-    resources = spec.get("resources") or {}
-    limits = dict(resources.get("limits") or {})
-    gpu = limits.pop("nvidia.com/gpu", 0)
     errors = []
     try:
         shapes.parse_body(cr)
     except SpecErrors as exc:
         errors = [problem("InvalidInstanceType", f"{path}: {message}") for path, message in exc.errors]
-    return {
-        "node_selector": spec.get("nodeSelector") or {}, "requests": resources.get("requests") or {},
-        "limits": limits, "gpu": gpu if isinstance(gpu, int) and gpu > 0 else 0, "observed_spec": spec,
-        "provisioning_errors": errors,
-    }
+    shape = Shape.from_spec(cr["metadata"]["name"], spec)
+    return {**InstanceType.shape_fields(shape), "observed_spec": spec, "provisioning_errors": errors}
 
 
 def _import(cluster: Cluster, cr: dict) -> None:

@@ -246,8 +246,7 @@ def test_a_gpu_count_that_is_not_a_whole_number_is_rejected(value, problem):
 
 
 def test_manifest_writes_gpus_under_limits_only_and_only_when_there_are_some():
-    common = {"name": "t", "node_selector": {}, "requests": {"cpu": "1", "memory": "1Gi"}, "cluster_id": 1}
-    without = instance_type_manifest(limits={"cpu": "1", "memory": "1Gi", GPU: 0}, **common)
-    with_gpu = instance_type_manifest(limits={"cpu": "1", "memory": "1Gi", GPU: 2}, **common)
+    without = instance_type_manifest(shapes.Shape("t", {}, {"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"}, 0), cluster_id=1)
+    with_gpu = instance_type_manifest(shapes.Shape("t", {}, {"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"}, 2), cluster_id=1)
     assert without["spec"] == {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
     assert with_gpu["spec"]["resources"]["limits"][GPU] == 2 and "nodeSelector" not in with_gpu["spec"]

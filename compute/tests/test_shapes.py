@@ -263,7 +263,7 @@ def test_the_extension_selector_applies_and_conflicts_are_refused(selector, exte
         return
     (shape,) = shapes.parse_body(flat(node_selector=selector), extension)
     assert shape.node_selector == selector  # stored as written; the extension's part is added when used
-    assert shapes.effective_selector(shape, extension) == {**extension, **selector}
+    assert shape.on(extension).selector == {**extension, **selector}
 
 
 def test_an_extension_conflict_inside_a_list_names_the_item():

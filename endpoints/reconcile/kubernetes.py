@@ -2,7 +2,7 @@
 from django.conf import settings
 
 from compute.connections import connection_for
-from compute.selectors import instance_type_get
+from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.pods import pending_reason
 from controlplane.reconciling import ProvisioningState, problem, record_status
@@ -35,14 +35,14 @@ def render(deployment: OnlineDeployment) -> list[dict]:
     """
     endpoint = deployment.endpoint
     namespace, name = _names(deployment)
-    row = instance_type_get(compute=endpoint.compute, name=deployment.instance_type)
-    selector = row["effective_node_selector"] if row else {}
+    shape = instance_type_shape(compute=endpoint.compute, name=deployment.instance_type)
     scale = deployment.spec["scale_settings"]
     common = {"name": name, "namespace": namespace, "workspace": endpoint.workspace.name, "endpoint": endpoint.name}
     replicas = None if scale["type"] == "target_utilization" else deployment.instance_count
     manifests = [
         service_manifest(**common, deployment=deployment.name),
-        deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources, node_selector=selector, replicas=replicas),
+        deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources,
+                            node_selector=shape.selector if shape else {}, replicas=replicas),
     ]
     if scale["type"] == "target_utilization":
         manifests.append(hpa_manifest(**common, deployment=deployment.name, scale=scale))

@@ -5,12 +5,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from compute import shapes
 from compute.connections import connection_for
-from compute.models import InstanceType
-from compute.selectors import instance_type_get
+from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
-from controlplane.kube.objects import GPU, managed_selector
+from controlplane.kube.objects import managed_selector
 from controlplane.kube.pods import observe, rank_of
 
 from ..choices import ACTIVE, JobStatus
@@ -34,38 +32,13 @@ def _namespace(job: Job) -> str:
     return job.compute.properties.get("namespace", "default")
 
 
-def _shape(row: dict) -> dict:
-    limits = dict(row["resources"]["limits"])
-    gpu = limits.pop(GPU, None) or 0
-    return {"requests": dict(row["resources"]["requests"]), "limits": limits, "gpu": gpu}
-
-
-def _instance_type(compute, name: str) -> dict | None:
-    """The part of `instance_type_get`'s row a submit reads: the same record (or built-in default), its resources and
-    effective node selector; without the rest of the row (fit on every node of the cluster, CR, drift), so a submit
-    costs the same on 3 nodes and on 300 (the whole row was 2-3 ms of CPU per job on 2 nodes)."""
-    if not name:
-        return instance_type_get(compute=compute, name=name)  # (no name: the selector's own rule, whatever it is)
-    record = InstanceType.objects.filter(cluster_id=compute.cluster_id, name=name).first() if compute.cluster_id else None
-    if record is not None:  # as compute.selectors builds a record's shape
-        shape = shapes.Shape(record.name, record.node_selector, record.requests, record.limits, record.gpu)
-    elif name == shapes.DEFAULT_NAME:
-        shape = shapes.DEFAULT_SHAPE
-    else:
-        return None
-    selector = shapes.effective_selector(shape, compute.properties.get("node_selector") or {})
-    return {"resources": shape.resources(), "effective_node_selector": selector}
-
-
 def render(job: Job) -> list[dict] | None:
     """The manifests for a placed job (None when its instance type is gone)."""
-    row = _instance_type(job.compute, job.instance_type)
-    if row is None:
+    shape = instance_type_shape(compute=job.compute, name=job.instance_type)
+    if shape is None:
         return None
-    return job_manifests(
-        spec=job.spec, job_name=kube_job_name(job.workspace.name, job.name), namespace=_namespace(job),
-        workspace=job.workspace.name, shape=_shape(row), node_selector=row["effective_node_selector"],
-    )
+    return job_manifests(spec=job.spec, job_name=kube_job_name(job.workspace.name, job.name), namespace=_namespace(job),
+                         workspace=job.workspace.name, shape=shape)
 
 
 def submit_kubernetes(job: Job) -> None:

@@ -1,9 +1,7 @@
 """Serverless: put a job without `compute` on a Kubernetes compute of its workspace whose instance type fits a node."""
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
-from compute.selectors import instance_type_list
-from controlplane.kube import quantities
-from controlplane.kube.objects import GPU
+from compute.selectors import placeable_shapes
 from controlplane.reconciling import ProvisioningState
 
 from ..choices import JobStatus
@@ -11,21 +9,12 @@ from ..models import Job
 from .status import event, save, transition
 
 
-def _size(row: dict) -> tuple:
-    limits = row["resources"]["limits"]
-    return (limits.get(GPU) or 0, quantities.cpu_millicores(limits["cpu"]), quantities.memory_bytes(limits["memory"]))
-
-
 def _candidates(job: Job, wanted: str | None) -> list[tuple]:
     computes = ComputeTarget.objects.filter(
         workspace_id=job.workspace_id, type=ComputeType.KUBERNETES, provisioning_state=ProvisioningState.SUCCEEDED,
     ).select_related("cluster").order_by("name")
-    found = []
-    for compute in computes:
-        for row in instance_type_list(compute=compute, name=wanted):
-            if row["fits_nodes"] and row["provisioning_state"] == ProvisioningState.SUCCEEDED:
-                found.append((_size(row), compute.name, compute, row["name"]))
-    return found
+    return [(shape.size(), compute.name, compute, shape.name)
+            for compute in computes for shape in placeable_shapes(compute=compute, name=wanted)]
 
 
 def place(job: Job) -> bool:

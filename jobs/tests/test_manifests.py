@@ -12,7 +12,6 @@ import pytest
 
 from compute import shapes
 from jobs.manifests import COMPLETION_INDEX, NAME_LIMIT, RENDEZVOUS_PORT, job_manifests, kube_job_name
-from jobs.reconcile.kubernetes import _shape
 from jobs.spec import parse_job, shm_quantity
 
 KUBERNETES = "1.36"
@@ -26,9 +25,8 @@ INDEX = {"fieldRef": {"fieldPath": COMPLETION_INDEX}}
 def build(body: dict, shape: shapes.Shape = shapes.DEFAULT_SHAPE, extension: dict | None = None, workspace="team-a"):
     """The manifests for a job body, through the same steps as submission: spec, shape, effective selector."""
     spec = parse_job({"command": "python train.py", "environment": {"image": IMAGE}, **body})
-    row = {"resources": shape.resources()}
     return job_manifests(spec=spec, job_name=kube_job_name(workspace, spec["name"]), namespace="ml", workspace=workspace,
-                         shape=_shape(row), node_selector=shapes.effective_selector(shape, extension or {}))
+                         shape=shape.on(extension))
 
 
 def valid(manifest: dict) -> dict:

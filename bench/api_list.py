@@ -8,42 +8,33 @@ and one answering the precomputed bytes (no database; a floor). The goal is API 
 API's own work (auth, permissions, DRF, serializers, pagination) should cost no more than the data it serves.
 """
 import argparse
-import cProfile
 import gc
 import itertools
 import json
-import os
-import pstats
 import statistics
 import sys
 import time
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dockyard_bench")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.support.bootstrap import bootstrap  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+bootstrap(database="postgres://postgres@127.0.0.1:5432/dockyard_bench")
 
 from django.core.serializers.json import DjangoJSONEncoder  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.http import HttpResponse  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import (  # noqa: E402
-    CaptureQueriesContext,
-    override_settings,
-    setup_databases,
-    setup_test_environment,
-    teardown_databases,
-)
+from django.test.utils import CaptureQueriesContext, override_settings  # noqa: E402
 from django.urls import include, path  # noqa: E402
 
+from bench.support.databases import throwaway_database  # noqa: E402
+from bench.support.report import interleaved, profiled  # noqa: E402
+from bench.support.seeding import WORKSPACE, seed_workspace  # noqa: E402
+from bench.support.timing import timed_sql  # noqa: E402
+
 GOAL = 2.0
-WORKSPACE = "bench"
 COMPUTES = 100
 API_URL = f"/api/v1/workspaces/{WORKSPACE}/computes/?page_size={COMPUTES}"
 BARE_URL = "/bench/bare/"
@@ -107,19 +98,15 @@ def bare_urlconf(body: bytes) -> str:
 
 def seed() -> str:
     """A workspace with COMPUTES computes of mixed types, made the way the API makes them; returns a token."""
-    from django.contrib.auth import get_user_model
-
     from compute import services as compute_services
-    from workspaces.services import token_create, workspace_create
 
     compute_services._enqueue = lambda compute: None  # no workers here: do not queue 100 reconciles
-    user = get_user_model().objects.create_user("bench", password="not-used-for-anything")
-    workspace = workspace_create(user=user, name=WORKSPACE)
+    user, workspace, token = seed_workspace()
     bodies = itertools.cycle(BODIES)
     for number in range(COMPUTES):
         body = next(bodies)
         compute_services.compute_create(user=user, workspace=workspace, data={**body, "name": f"{body['type'][:8]}-{number}"})
-    return token_create(user=user, name="bench")[1]
+    return token
 
 
 def timed(client: Client, url: str, **headers) -> float:
@@ -132,28 +119,19 @@ def timed(client: Client, url: str, **headers) -> float:
 
 def measure(client: Client, auth: dict, rounds: int, warmup: int) -> dict[str, list[float]]:
     """Interleave the requests (rotating which goes first) so drift on a noisy machine hits all alike."""
-    samples = {"api": [], "bare": [], "bare_rows": []}
-    order = [("api", API_URL, auth), ("bare", BARE_URL, {}), ("bare_rows", BARE_DB_URL, {})]
-    for number in range(warmup + rounds):
-        for name, url, headers in order[number % 3:] + order[: number % 3]:
-            elapsed = timed(client, url, **headers)
-            if number >= warmup:
-                samples[name].append(elapsed)
-    return samples
+    calls = {"api": lambda: timed(client, API_URL, **auth), "bare": lambda: timed(client, BARE_URL),
+             "bare_rows": lambda: timed(client, BARE_DB_URL)}
+    return interleaved(calls, rounds, warmup)
 
 
 def sql_round_trips(client: Client, auth: dict, requests: int = 50) -> float:
     """Median time per API request spent waiting on PostgreSQL (execute only; decoding rows is not counted)."""
     totals = []
 
-    def timed_execute(execute, sql, params, many, context):
-        started = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            totals[-1] += time.perf_counter() - started
+    def statement_done(sql: str, seconds: float) -> None:
+        totals[-1] += seconds
 
-    with connection.execute_wrapper(timed_execute):
+    with connection.execute_wrapper(timed_sql(statement_done)):
         for _ in range(requests):
             totals.append(0.0)
             client.get(API_URL, **auth)
@@ -180,12 +158,9 @@ def report(samples: dict[str, list[float]], queries: int, sql: float) -> None:
 
 def profile(client: Client, auth: dict, sort: str, requests: int = 100) -> None:
     """cProfile of the API path alone: the 25 most expensive functions."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(requests):
-        client.get(API_URL, **auth)
-    profiler.disable()
-    pstats.Stats(profiler).sort_stats(sort).print_stats(25)
+    with profiled(sort, 25):
+        for _ in range(requests):
+            client.get(API_URL, **auth)
 
 
 def main() -> None:
@@ -198,9 +173,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    setup_test_environment()  # ALLOWED_HOSTS gets "testserver", as for the test client
-    databases = setup_databases(verbosity=0, interactive=False)
-    try:
+    with throwaway_database():
         auth = {"HTTP_AUTHORIZATION": f"Bearer {seed()}"}
         client = Client()
         first = client.get(API_URL, **auth)
@@ -215,8 +188,6 @@ def main() -> None:
             report(samples, query_count, sql_round_trips(client, auth))
             if args.profile:
                 profile(client, auth, args.profile)
-    finally:
-        teardown_databases(databases, verbosity=0)
 
 
 if __name__ == "__main__":

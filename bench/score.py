@@ -27,105 +27,50 @@ the API, which stops the server; the servers' process groups are killed if that 
 same server): SQL queries of one request, and a cProfile of 200 requests.
 """
 import argparse
-import cProfile
 import json
 import logging
 import os
-import pstats
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dy_ep_bench")
-os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/5")
-QUEUE = os.environ["DOCKYARD_QUEUE"] = f"dockyard-bench-score-{os.getpid()}"  # private: never eat others' tasks
+from bench.support.bootstrap import bootstrap  # noqa: E402
+
 DEPLOYMENT_DIR = Path(tempfile.mkdtemp(prefix="dy-bench-score-"))
 os.environ["DOCKYARD_DEPLOYMENT_DIR"] = str(DEPLOYMENT_DIR)
 SHARED_DIR = Path(tempfile.mkdtemp(prefix="dy-bench-code-"))  # code the sandbox may read (DOCKYARD_LOCAL_PATHS)
 os.environ["DOCKYARD_LOCAL_PATHS"] = os.pathsep.join([str(SHARED_DIR), str(ROOT / "endpoints" / "tests" / "data")])
 os.environ["DOCKYARD_LOCAL_COMPUTE"] = "true"
-os.environ.setdefault("DOCKYARD_THROTTLE_SCORE_AUTH", "1000000/min")  # the "refused" calls are wrong keys on purpose
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-
-import django  # noqa: E402
-
-django.setup()
+QUEUE = bootstrap(database="postgres://postgres@127.0.0.1:5432/dy_ep_bench", queue="dockyard-bench-score",
+                  broker="redis://127.0.0.1:6379/13", cache="redis://127.0.0.1:6379/5",
+                  defaults={"DOCKYARD_THROTTLE_SCORE_AUTH": "1000000/min"})  # the "refused" calls: wrong keys on purpose
 logging.getLogger("httpx").setLevel(logging.WARNING)  # this process's own calls: one INFO line each otherwise
 
-from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import (  # noqa: E402
-    CaptureQueriesContext,
-    setup_databases,
-    setup_test_environment,
-    teardown_databases,
-)
+from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from bench.support.broker import delete_queue  # noqa: E402
+from bench.support.databases import throwaway_database  # noqa: E402
+from bench.support.processes import print_tail, stop_all, time_limit, wait_for  # noqa: E402
+from bench.support.report import interleaved, load, percentile, profiled  # noqa: E402
+from bench.support.seeding import WORKSPACE, seed_workspace  # noqa: E402
+from bench.support.services import Services  # noqa: E402
 from compute.runners import local as runner  # noqa: E402
-from controlplane.celery import app  # noqa: E402
-from workspaces.services import token_create, workspace_create  # noqa: E402
 
 GOAL = 1.5
-WORKSPACE, ENDPOINT, DEPLOYMENT = "bench", "bench", "blue"
+ENDPOINT, DEPLOYMENT = "bench", "blue"
 ADDER = ROOT / "endpoints" / "tests" / "data" / "adder"
 BODY = json.dumps({"numbers": [1, 2, 3, 4]}).encode()
 WEB_ARGS = "--workers 2 --threads 4 --access-logfile -"  # as bin/run starts Dockyard
 BLOCKS = 5  # the measured rounds are also reported in this many consecutive blocks (drift on a shared machine)
-STARTED: list[subprocess.Popen] = []
-
-
-def load() -> str:
-    return "/".join(f"{value:.1f}" for value in os.getloadavg())
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def spawn(command: list[str], log_path: Path) -> subprocess.Popen:
-    """A service on the throwaway database and the private queue (everything else from this environment)."""
-    url = urlsplit(os.environ["DATABASE_URL"])
-    env = {**os.environ, "DATABASE_URL": url._replace(path="/" + connection.settings_dict["NAME"]).geturl()}
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    STARTED.append(process)
-    return process
-
-
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process's own session (it and its children, nothing else); SIGKILL if it lingers."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
 
 
 def stop_servers() -> None:
@@ -134,22 +79,6 @@ def stop_servers() -> None:
         process = runner.adopt(pid_file.parent)
         if process and runner.group_alive(process.pid):
             runner.kill_group(process, grace=1.0)
-
-
-class Services:
-    """gunicorn and a Celery worker as bin/run starts them; an API client with the bench user's token."""
-
-    def __init__(self, log_path: Path, web_args: list[str]):
-        venv = ROOT / ".venv/bin"
-        self.port = free_port()
-        app.control.purge()  # only our private queue: it is this app's default queue
-        self.worker = spawn([str(venv / "celery"), "-A", "controlplane", "worker", "--loglevel=WARNING", "--concurrency=2",
-                             "--without-mingle", "--without-gossip", "--without-heartbeat", "-n", f"{QUEUE}@%h"], log_path)
-        self.web = spawn([str(venv / "gunicorn"), "controlplane.wsgi", "--bind", f"127.0.0.1:{self.port}", *web_args], log_path)
-        self.base = f"http://127.0.0.1:{self.port}"
-
-    def alive(self) -> bool:
-        return self.worker.poll() is None and self.web.poll() is None
 
 
 def api_call(http: httpx.Client, method: str, url: str, token: str, body: dict | None = None) -> httpx.Response:
@@ -168,14 +97,7 @@ def slow_adder(milliseconds: int) -> Path:
 
 def set_up(http: httpx.Client, services: Services, token: str, code: Path) -> tuple[str, str]:
     """The endpoint and its deployment through the API; returns the endpoint's key and the server's socket."""
-    def up():
-        try:
-            return http.get(f"{services.base}/api/v1/compute-types/").status_code < 500
-        except httpx.HTTPError:
-            return not services.alive()
-
-    wait_for(up, 60, "the web server")
-    assert services.alive(), "a service exited"
+    services.wait_up()
     endpoints = f"{services.base}/api/v1/workspaces/{WORKSPACE}/online-endpoints"
     response = api_call(http, "POST", f"{endpoints}/", token, {"name": ENDPOINT, "compute": "local"})
     assert response.status_code == 201, response.text[:500]
@@ -218,23 +140,20 @@ def call(http: httpx.Client, url: str, headers: dict, expected: int = 200, clien
 
 def measure(http: httpx.Client, calls: dict[str, tuple[str, dict, int]], rounds: int, warmup: int) -> dict:
     """Interleave the calls, rotating which goes first, so drift on a noisy machine hits all alike."""
-    samples = {name: [] for name in calls}
-    order = list(calls.items())
     answers = {}
-    for number in range(warmup + rounds):
-        shift = number % len(order)
-        for name, (url, headers, expected, *client) in order[shift:] + order[:shift]:
-            elapsed, content = call(http, url, headers, expected, *client)
-            answers.setdefault(expected, set()).add(content)
-            if number >= warmup:
-                samples[name].append(elapsed)
+
+    def timed(url, headers, expected, *client):
+        elapsed, content = call(http, url, headers, expected, *client)
+        answers.setdefault(expected, set()).add(content)
+        return elapsed
+
+    samples = interleaved({name: lambda spec=spec: timed(*spec) for name, spec in calls.items()}, rounds, warmup)
     assert len(answers[200]) == 1, f"the two paths answered differently: {answers[200]}"
     return samples
 
 
 def percentiles(samples: list[float]) -> tuple[float, float, float]:
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return statistics.median(samples), cuts[89], cuts[98]
+    return statistics.median(samples), percentile(samples, 90), percentile(samples, 99)
 
 
 def report(samples: dict) -> float:
@@ -278,12 +197,9 @@ def profile(key: str, sort: str, requests: int = 200) -> None:
         client.post(url, BODY, content_type="application/json", **headers)
         timings.append(time.perf_counter() - started)
     print(f"  Django test client, no profiler: p50 {statistics.median(timings) * 1000:.2f} ms")
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(requests):
-        client.post(url, BODY, content_type="application/json", **headers)
-    profiler.disable()
-    pstats.Stats(profiler).sort_stats(sort).print_stats(30)
+    with profiled(sort, 30):
+        for _ in range(requests):
+            client.post(url, BODY, content_type="application/json", **headers)
     connection.close()
 
 
@@ -299,70 +215,54 @@ def main() -> None:
                         help="also profile the score path in this process, sorted by cumulative (default) or own time")
     args = parser.parse_args()
 
-    def give_up(signum, frame):
-        raise TimeoutError(f"the benchmark took longer than {args.timeout} s")
-
-    signal.signal(signal.SIGALRM, give_up)
-    signal.alarm(args.timeout)
-    setup_test_environment()  # ALLOWED_HOSTS gets "testserver", for --profile's test client
-    databases = setup_databases(verbosity=0, interactive=False)
     log_path = Path(tempfile.gettempdir()) / f"{QUEUE}.log"
-    services = None
-    http = httpx.Client(timeout=30)
-    direct = None
     try:
-        print(f"database {connection.settings_dict['NAME']}; queue {QUEUE}; {os.cpu_count()} CPUs, load average {load()}",
-              flush=True)
-        user = get_user_model().objects.create_user("bench", password="not-used-for-anything")
-        workspace = workspace_create(user=user, name=WORKSPACE)
-        workspace.local_compute_enabled = True  # off by default: as staff would enable it
-        workspace.save()
-        token = token_create(user=user, name="bench")[1]
-        connection.close()  # nothing of ours holds the database while the services run
-        services = Services(log_path, args.gunicorn.split())
+        with time_limit(args.timeout), throwaway_database():
+            run(args, log_path)
+    finally:
+        stop_all()
+        stop_servers()
+        delete_queue(QUEUE)
+        log_path.unlink(missing_ok=True)
+        shutil.rmtree(DEPLOYMENT_DIR, ignore_errors=True)
+        shutil.rmtree(SHARED_DIR, ignore_errors=True)
+
+
+def run(args, log_path: Path) -> None:
+    """Services up, the deployment serving, the interleaved rounds and their report; the endpoint deleted at the end."""
+    print(f"database {connection.settings_dict['NAME']}; queue {QUEUE}; {os.cpu_count()} CPUs, load average {load()}",
+          flush=True)
+    _, _, token = seed_workspace(local_compute=True)
+    services = Services(QUEUE, log_path, args.gunicorn.split())
+    with httpx.Client(timeout=30) as http:
         try:
             key, path = set_up(http, services, token, slow_adder(args.model_ms) if args.model_ms else ADDER)
-            direct = httpx.Client(timeout=30, transport=httpx.HTTPTransport(uds=path))  # the server's own socket
-            score_url = f"{services.base}/api/v1/workspaces/{WORKSPACE}/online-endpoints/{ENDPOINT}/score"
-            calls = {
-                "dockyard": (score_url, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}, 200),
-                "direct": ("http://localhost/score", {"Content-Type": "application/json"}, 200, direct),
-                # Dockyard's own work without the forward: routing query, key check, a 401 (same length of key).
-                "refused": (score_url, {"Authorization": f"Bearer {'x' * len(key)}", "Content-Type": "application/json"}, 401),
-                # The floor of any answer from Dockyard's gunicorn and Django: a URL no route matches (no database).
-                "floor": (f"{services.base}/api/v1/no-such-path/", {"Content-Type": "application/json"}, 404),
-            }
-            print(f"deployment serving on {path}; {args.warmup} warm-up and {args.rounds} measured rounds "
-                  f"(load {load()}) ...", flush=True)
-            samples = measure(http, calls, args.rounds, args.warmup)
+            with httpx.Client(timeout=30, transport=httpx.HTTPTransport(uds=path)) as direct:  # the server's own socket
+                print(f"deployment serving on {path}; {args.warmup} warm-up and {args.rounds} measured rounds "
+                      f"(load {load()}) ...", flush=True)
+                samples = measure(http, score_calls(services.base, key, direct), args.rounds, args.warmup)
             report(samples)
             if args.profile:
                 profile(key, args.profile)
             tear_down(http, services, token)
         except BaseException:
-            print(f"service log ({log_path}):\n" + log_path.read_text(errors="replace")[-3000:], file=sys.stderr)
+            print_tail("service log", log_path)
             raise
-    finally:
-        signal.alarm(0)
-        http.close()
-        if direct is not None:
-            direct.close()
-        if services is not None:
-            stop(services.web)
-            stop(services.worker)
-        for process in STARTED:
-            stop(process)
-        stop_servers()
-        connection.close()
-        teardown_databases(databases, verbosity=0)
-        try:
-            with app.connection_for_write() as broker:  # our private queue's keys only
-                broker.default_channel.client.delete(QUEUE, f"_kombu.binding.{QUEUE}", f"_kombu.binding_permanent.{QUEUE}")
-        except Exception as exc:  # noqa: BLE001 - cleanup must not hide the real error
-            print(f"could not delete the Redis keys of {QUEUE}: {exc}", file=sys.stderr)
-        log_path.unlink(missing_ok=True)
-        shutil.rmtree(DEPLOYMENT_DIR, ignore_errors=True)
-        shutil.rmtree(SHARED_DIR, ignore_errors=True)
+        finally:
+            services.stop()
+
+
+def score_calls(base: str, key: str, direct: httpx.Client) -> dict[str, tuple]:
+    """The four calls of a round: through Dockyard, direct to the server, a wrong key (401), an unknown URL (404)."""
+    score_url = f"{base}/api/v1/workspaces/{WORKSPACE}/online-endpoints/{ENDPOINT}/score"
+    return {
+        "dockyard": (score_url, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}, 200),
+        "direct": ("http://localhost/score", {"Content-Type": "application/json"}, 200, direct),
+        # Dockyard's own work without the forward: routing query, key check, a 401 (same length of key).
+        "refused": (score_url, {"Authorization": f"Bearer {'x' * len(key)}", "Content-Type": "application/json"}, 401),
+        # The floor of any answer from Dockyard's gunicorn and Django: a URL no route matches (no database).
+        "floor": (f"{base}/api/v1/no-such-path/", {"Content-Type": "application/json"}, 404),
+    }
 
 
 if __name__ == "__main__":

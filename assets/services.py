@@ -18,6 +18,7 @@ from workspaces.models import Workspace
 from . import archives, storage
 from .choices import ArchiveType
 from .models import Blob, BlobPart, BlobUpload, Snapshot
+from .registry import ResolvedEnvironment, resolve_environment, resolve_model  # noqa: F401 (what jobs and deployments call)
 from .specs import snapshots as spec
 
 

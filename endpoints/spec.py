@@ -98,8 +98,8 @@ STORED_ONLY: dict[str, str] = {
                             "Application Insights: the deployment's logs and status are in Dockyard's log view.",
     "environment.conda_file": "Dockyard builds no images: the image (or venv) must already hold these packages; kept "
                               "so Azure ML files (and the seed's example) post unchanged and show what was meant.",
-    "environment.name": "A label of the inline environment, shown; there is no environment registry here.",
-    "environment.version": "A label of the inline environment, shown; there is no environment registry here.",
+    "environment.name": "A label of the inline environment, shown; a registered one is named as azureml:<name>:<v>.",
+    "environment.version": "A label of the inline environment, shown; a registered one is named as azureml:<name>:<v>.",
 }
 
 

@@ -1,7 +1,7 @@
 """Read paths for artifacts (a blob's state, its bytes, snapshots) and asset versions."""
 from typing import BinaryIO
 
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 
 from workspaces.models import Workspace
 
@@ -57,3 +57,9 @@ def asset_get(*, record_type: type[AssetVersion], workspace: Workspace, name: st
 def asset_none(*, record_type: type[AssetVersion]) -> QuerySet[AssetVersion]:
     """No rows: what a view's queryset is while the schema is generated."""
     return record_type.objects.none()
+
+
+def asset_version_counts(*, record_type: type[AssetVersion], workspace: Workspace) -> dict[str, int]:
+    """How many versions (archived ones too) each name has: one query."""
+    rows = record_type.objects.filter(workspace=workspace).values("name").annotate(count=Count("id"))
+    return {row["name"]: row["count"] for row in rows}

@@ -84,7 +84,7 @@ class AssetVersion(models.Model):
     name = models.CharField(max_length=255)
     version = models.CharField(max_length=30)
     # assets.specs.versions.sort_key(version): text whose order is the versions' (1 < 2 < 10 < 10.1 < 10.1-rc)
-    sort_key = models.CharField(max_length=1024, db_collation="C")
+    sort_key = models.CharField(max_length=2048)
     description = models.TextField(blank=True, default="")
     tags = models.JSONField(default=dict)
     spec = models.JSONField(default=dict)

@@ -1,7 +1,7 @@
 """Read paths for artifacts (a blob's state, its bytes, snapshots) and asset versions."""
 from typing import BinaryIO
 
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
 from workspaces.models import Workspace
 
@@ -40,7 +40,9 @@ def asset_list(*, record_type: type[AssetVersion], workspace: Workspace, name: s
         return versions.filter(name=name).order_by("-sort_key")
     if archived:
         return versions.order_by("name", "-sort_key")
-    return versions.order_by("name", "-sort_key").distinct("name")  # PostgreSQL's DISTINCT ON: one row a name
+    highest = (record_type.objects.filter(workspace=workspace, archived=False, name=OuterRef("name"))
+               .order_by("-sort_key").values("pk")[:1])
+    return versions.filter(pk=Subquery(highest)).order_by("name")  # one row a name, on any database
 
 
 def asset_get(*, record_type: type[AssetVersion], workspace: Workspace, name: str, version: str) -> AssetVersion:

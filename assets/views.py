@@ -28,6 +28,7 @@ from .serializers import (
     SnapshotSerializer,
     UploadSerializer,
 )
+from .specs.common import NAME_RULE, is_name, is_version
 
 SHA256_PATH = "[0-9a-f]{64}"
 MAX_OFFSET_DIGITS = 19
@@ -179,6 +180,8 @@ class AssetViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False):
             return selectors.asset_none(record_type=self.record_type)
         name = self.request.query_params.get("name")
+        if name and not is_name(name):  # (and no NUL reaches the database)
+            raise BadRequest(f"name is an asset name: {NAME_RULE}.", code="InvalidFilter", target="name")
         archived = BOOLEANS.get(self.request.query_params.get("archived", "").lower())
         if archived is None:
             raise BadRequest("archived is true or false.", code="InvalidFilter", target="archived")
@@ -186,6 +189,9 @@ class AssetViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.GenericViewSet):
                                     archived=archived)
 
     def get_object(self) -> AssetVersion:
+        name, version = self.kwargs["name"], self.kwargs["version"]
+        if not is_name(name) or not (is_version(version) or version == "latest"):
+            raise Http404  # no such asset can exist (and no NUL reaches the database)
         try:
             return selectors.asset_get(record_type=self.record_type, workspace=self.workspace, name=self.kwargs["name"],
                                        version=self.kwargs["version"])
@@ -212,7 +218,7 @@ class AssetViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.GenericViewSet):
         record = self.get_object()
         self.check_if_match(record)
         registry.asset_archive(user=request.user, record=record)
-        return Response(self.get_serializer(record).data)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 def _schema(serializer, request):
@@ -221,7 +227,7 @@ def _schema(serializer, request):
         create=extend_schema(request={"application/json": request, "application/yaml": request},
                              responses={201: serializer, 409: ErrorSerializer}),
         retrieve=extend_schema(parameters=[VERSION], responses=serializer),
-        destroy=extend_schema(parameters=[VERSION], responses={200: serializer, 412: ErrorSerializer}),
+        destroy=extend_schema(parameters=[VERSION], responses={204: None, 412: ErrorSerializer}),
     )
 
 

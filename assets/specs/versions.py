@@ -11,13 +11,14 @@ DIGITS = 30  # a version has at most 30 characters, so no run of digits is longe
 
 
 def sort_key(version: str) -> str:
-    """Text whose plain (byte) order is the versions' order: what the database sorts by for @latest."""
+    """Text whose order is the versions' order, under any database collation: what the database sorts by."""
     parts = []
     for part in PART.findall(version):
         parts.append("0" + part.lstrip("0").rjust(DIGITS, "0") if part.isdigit() else "1" + part.lower())
     # "!" sorts before "." and the parts: a version comes before the longer ones it starts; the version itself last
-    # keeps "1.0" and "1-0" apart. The column is compared byte by byte (collation "C"), not by a language's rules.
-    return ".".join(parts) + "!" + version
+    # keeps "1.0" and "1-0" apart. Written in hexadecimal (digits and a-f, in byte order) because a language's
+    # collation would skip the punctuation: "0" < "9" < "a" < "f" and shorter-first hold in every collation.
+    return (".".join(parts) + "!" + version).encode().hex()
 
 
 def next_version(versions: list[str]) -> str:

@@ -49,11 +49,22 @@ def test_latest_is_the_highest_version_not_archived_numbers_compared_as_numbers(
     for version in ("2", "10", "9"):
         owner_api.post(f"{WS}/environments/", {**ENV, "version": version, "image": f"img:{version}"}, format="json")
     assert owner_api.get(f"{WS}/environments/sklearn-env/versions/latest/").json()["version"] == "10"
-    archived = owner_api.delete(f"{WS}/environments/sklearn-env/versions/10/")
-    assert archived.status_code == 200 and archived.json()["archived"] is True
+    assert owner_api.delete(f"{WS}/environments/sklearn-env/versions/10/").status_code == 204
+    assert owner_api.delete(f"{WS}/environments/sklearn-env/versions/10/").status_code == 204  # again: still archived
     assert owner_api.get(f"{WS}/environments/sklearn-env/versions/latest/").json()["version"] == "9"
     # an archived version is still shown by its number
     assert owner_api.get(f"{WS}/environments/sklearn-env/versions/10/").json()["archived"] is True
+
+
+@pytest.mark.parametrize("versions, latest", [
+    (["1.9", "1.10", "1.2"], "1.10"), (["0.0.1-preview", "0.0.2"], "0.0.2"), (["1", "1.0"], "1.0"),
+    (["2024.01.05", "2024.1.4"], "2024.01.05"), (["a", "B", "c"], "c"),
+])
+def test_latest_in_the_database_follows_the_order_of_versions(owner_api, versions, latest):
+    for version in versions:
+        assert owner_api.post(f"{WS}/environments/", {**ENV, "version": version}, format="json").status_code == 201
+    assert owner_api.get(f"{WS}/environments/sklearn-env/versions/latest/").json()["version"] == latest
+    assert owner_api.get(f"{WS}/environments/").json()["results"][0]["version"] == latest
 
 
 def test_the_list_shows_the_latest_of_each_name_or_every_version_of_one(owner_api):
@@ -144,3 +155,12 @@ def test_data_paths_other_than_uploads_and_https_are_refused(owner_api, path):
 def test_an_unknown_version_is_404(owner_api):
     assert_error(owner_api.get(f"{WS}/models/nope/versions/1/"), 404, "NotFound")
     assert_error(owner_api.get(f"{WS}/data/nope/versions/latest/"), 404, "NotFound")
+
+
+@pytest.mark.parametrize("path, status", [
+    ("environments/a%00b/versions/1/", 404), ("environments/a/versions/1%00/", 404), ("models/..%2F..%2Fx/versions/1/", 404),
+    ("models/?name=a%00b", 400), ("data/?archived=maybe", 400),
+])
+def test_odd_names_in_the_url_are_4xx_not_500(owner_api, path, status):
+    response = owner_api.get(f"{WS}/{path}")
+    assert response.status_code == status, response.content

@@ -91,7 +91,8 @@ def asset_group(kind: AssetKind) -> click.Group:
         """Archive a version: it leaves lists and @latest; jobs naming it by version still run it."""
         workspace, client = state.workspace, state.client()
         try:
-            answer = client.delete(kind.path(workspace, name, version)).body
+            client.delete(kind.path(workspace, name, version))
+            answer = client.get(kind.path(workspace, name, version)).body
         except ApiError as error:
             raise not_found(client, workspace, kind, name, version, error) from None
         print_written(answer, state.output, f"{kind.noun}/{name}:{version} archived")

@@ -75,3 +75,68 @@ class Snapshot(models.Model):
     def path(self) -> str:
         """How a job's `code`, a model's or data's `path` names it (API.md, uploads/)."""
         return f"azureml://uploads/{self.sha256}"
+
+
+class AssetVersion(models.Model):
+    """One version of a named asset in a workspace: its parsed spec, kept as written; archived versions leave @latest."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=255)
+    version = models.CharField(max_length=30)
+    # assets.specs.versions.sort_key(version): text whose order is the versions' (1 < 2 < 10 < 10.1 < 10.1-rc)
+    sort_key = models.CharField(max_length=2048)
+    description = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=dict)
+    spec = models.JSONField(default=dict)
+    archived = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["name", "-sort_key"]
+
+    def __str__(self):
+        return f"{self.name}:{self.version}"
+
+    @property
+    def reference(self) -> str:
+        """How jobs and deployments name this version: azureml:<name>:<version>."""
+        return f"azureml:{self.name}:{self.version}"
+
+
+class Environment(AssetVersion):
+    """An environment version: the image it runs and, optionally, a conda file realised on top of it."""
+
+    image = models.CharField(max_length=1024)
+    conda_file = models.JSONField(null=True, blank=True)
+
+    class Meta(AssetVersion.Meta):
+        constraints = [models.UniqueConstraint(fields=["workspace", "name", "version"], name="environment_unique_version")]
+        indexes = [models.Index(fields=["workspace", "name", "sort_key"], name="environment_latest")]
+
+
+class Model(AssetVersion):
+    """A model version: an uploaded folder or file (`azureml://uploads/<sha256>`) and its type."""
+
+    type = models.CharField(max_length=32)
+    path = models.CharField(max_length=4096)
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.PROTECT, related_name="+")
+
+    class Meta(AssetVersion.Meta):
+        constraints = [models.UniqueConstraint(fields=["workspace", "name", "version"], name="model_unique_version")]
+        indexes = [models.Index(fields=["workspace", "name", "sort_key"], name="model_latest")]
+
+
+class Data(AssetVersion):
+    """A data version: uri_file or uri_folder, at an uploaded path or an https:// URL."""
+
+    type = models.CharField(max_length=32)
+    path = models.CharField(max_length=4096)
+    snapshot = models.ForeignKey(Snapshot, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta(AssetVersion.Meta):
+        verbose_name_plural = "data"
+        constraints = [models.UniqueConstraint(fields=["workspace", "name", "version"], name="data_unique_version")]
+        indexes = [models.Index(fields=["workspace", "name", "sort_key"], name="data_latest")]

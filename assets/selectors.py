@@ -1,12 +1,13 @@
-"""Read paths for artifacts: a blob's state, its bytes, snapshots."""
+"""Read paths for artifacts (a blob's state, its bytes, snapshots) and asset versions."""
 from typing import BinaryIO
 
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
 from workspaces.models import Workspace
 
 from . import storage
-from .models import Blob, BlobUpload, Snapshot
+from .models import AssetVersion, Blob, BlobUpload, Snapshot
+from .specs.references import LATEST
 
 
 def blob_or_upload(*, workspace: Workspace, sha256: str) -> Blob | BlobUpload | None:
@@ -28,3 +29,39 @@ def snapshot_list(*, workspace: Workspace) -> QuerySet[Snapshot]:
 
 def snapshot_get(*, workspace: Workspace, sha256: str) -> Snapshot:
     return Snapshot.objects.annotate(created_by_name=F("created_by__username")).get(workspace=workspace, sha256=sha256)
+
+
+def asset_list(*, record_type: type[AssetVersion], workspace: Workspace, name: str | None = None,
+               archived: bool = False) -> QuerySet[AssetVersion]:
+    """A workspace's asset versions: the latest of each name, or every version of `name` (archived ones apart)."""
+    versions = (record_type.objects.filter(workspace=workspace, archived=archived)
+                .annotate(created_by_name=F("created_by__username")))
+    if name is not None:
+        return versions.filter(name=name).order_by("-sort_key")
+    if archived:
+        return versions.order_by("name", "-sort_key")
+    highest = (record_type.objects.filter(workspace=workspace, archived=False, name=OuterRef("name"))
+               .order_by("-sort_key").values("pk")[:1])
+    return versions.filter(pk=Subquery(highest)).order_by("name")  # one row a name, on any database
+
+
+def asset_get(*, record_type: type[AssetVersion], workspace: Workspace, name: str, version: str) -> AssetVersion:
+    """One version (or `latest`: the highest not archived); raises DoesNotExist."""
+    versions = record_type.objects.filter(workspace=workspace, name=name).annotate(created_by_name=F("created_by__username"))
+    if version == LATEST:
+        record = versions.filter(archived=False).order_by("-sort_key").first()
+        if record is None:
+            raise record_type.DoesNotExist
+        return record
+    return versions.get(version=version)
+
+
+def asset_none(*, record_type: type[AssetVersion]) -> QuerySet[AssetVersion]:
+    """No rows: what a view's queryset is while the schema is generated."""
+    return record_type.objects.none()
+
+
+def asset_version_counts(*, record_type: type[AssetVersion], workspace: Workspace) -> dict[str, int]:
+    """How many versions (archived ones too) each name has: one query."""
+    rows = record_type.objects.filter(workspace=workspace).values("name").annotate(count=Count("id"))
+    return {row["name"]: row["count"] for row in rows}

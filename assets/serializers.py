@@ -68,3 +68,87 @@ class UploadSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="azureml://uploads/<sha256>")
     sha256 = serializers.CharField(help_text=SHA256_HELP)
     size = serializers.IntegerField()
+
+
+class AssetVersionSerializer(serializers.Serializer):
+    """What every asset version shows: Azure ML's fields as registered, plus `archived` and who created it when."""
+
+    name = serializers.CharField(read_only=True)
+    version = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True)
+    tags = serializers.DictField(child=serializers.CharField(), read_only=True)
+    archived = serializers.BooleanField(read_only=True, help_text="archived versions leave lists and @latest")
+    created_by = serializers.CharField(read_only=True, allow_null=True)
+    created_on = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance):
+        spec = instance.spec
+        body = {"name": instance.name, "version": instance.version, "description": instance.description,
+                "tags": instance.tags}
+        body.update({name: spec.get(name, default) for name, default in self.spec_defaults().items()})
+        body.update({"archived": instance.archived, "created_by": getattr(instance, "created_by_name", None),
+                     "created_on": serializers.DateTimeField().to_representation(instance.created_at)})
+        return body
+
+    def spec_defaults(self) -> dict:
+        """The kind's own fields (from its stored spec) and what each shows when it was not given."""
+        return {}
+
+
+class EnvironmentSerializer(AssetVersionSerializer):
+    """An environment version (Azure ML environment YAML), referenced as azureml:<name>:<version>."""
+
+    image = serializers.CharField(read_only=True)
+    conda_file = serializers.DictField(read_only=True, allow_null=True, help_text="realised on top of the image")
+    os_type = serializers.CharField(read_only=True)
+    inference_config = serializers.DictField(read_only=True, allow_null=True)
+    properties = serializers.DictField(child=serializers.CharField(), read_only=True)
+
+    def spec_defaults(self) -> dict:
+        return {"image": "", "conda_file": None, "os_type": "linux", "inference_config": None, "properties": {}}
+
+
+class ModelSerializer(AssetVersionSerializer):
+    """A model version: `path` is the upload it was registered from (azureml://uploads/<sha256>)."""
+
+    type = serializers.CharField(read_only=True, help_text="custom_model | mlflow_model | triton_model")
+    path = serializers.CharField(read_only=True)
+    properties = serializers.DictField(child=serializers.CharField(), read_only=True)
+    stage = serializers.CharField(read_only=True)
+
+    def spec_defaults(self) -> dict:
+        return {"type": "custom_model", "path": "", "properties": {}, "stage": ""}
+
+
+class DataSerializer(AssetVersionSerializer):
+    """A data version: uri_file or uri_folder at an upload (azureml://uploads/<sha256>) or an https:// URL."""
+
+    type = serializers.CharField(read_only=True, help_text="uri_file | uri_folder")
+    path = serializers.CharField(read_only=True)
+
+    def spec_defaults(self) -> dict:
+        return {"type": "uri_folder", "path": ""}
+
+
+class AssetCreateSerializer(serializers.Serializer):
+    """The fields every asset's YAML has (bodies are checked by assets/specs, one validation path; YAML or JSON)."""
+
+    name = serializers.CharField()
+    version = serializers.CharField(required=False, help_text="left out: the next whole number")
+    description = serializers.CharField(required=False)
+    tags = serializers.DictField(child=serializers.CharField(), required=False)
+
+
+class EnvironmentCreateSerializer(AssetCreateSerializer):
+    image = serializers.CharField()
+    conda_file = serializers.DictField(required=False, help_text="inline: channels, dependencies (pip)")
+
+
+class ModelCreateSerializer(AssetCreateSerializer):
+    path = serializers.CharField(help_text="azureml://uploads/<sha256>, as uploads/ answered")
+    type = serializers.ChoiceField(["custom_model", "mlflow_model", "triton_model"], required=False)
+
+
+class DataCreateSerializer(AssetCreateSerializer):
+    path = serializers.CharField(help_text="azureml://uploads/<sha256> or an https:// URL")
+    type = serializers.ChoiceField(["uri_file", "uri_folder"], required=False)

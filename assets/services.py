@@ -18,6 +18,11 @@ from workspaces.models import Workspace
 from . import archives, storage
 from .choices import ArchiveType
 from .models import Blob, BlobPart, BlobUpload, Snapshot
+from .registry import (  # noqa: F401 (what jobs and deployments call)
+    ResolvedEnvironment,
+    resolve_environment,
+    resolve_model,
+)
 from .specs import snapshots as spec
 
 

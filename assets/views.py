@@ -1,4 +1,5 @@
-"""Artifacts API: blob uploads in chunks (resumable), blob downloads, snapshots from a manifest, uploads of a .tar.gz."""
+"""Artifacts API: blob uploads in chunks (resumable), blob downloads, snapshots from a manifest, uploads of a .tar.gz;
+and asset versions (API.md): environments, models and data — list, register from Azure ML YAML, show, archive."""
 import io
 
 from django.http import FileResponse, Http404
@@ -11,16 +12,23 @@ from controlplane.api import BadRequest, ETagMixin, etag_of
 from controlplane.schema import ErrorSerializer
 from workspaces.views import WorkspaceScopedMixin
 
-from . import selectors, services
-from .models import Blob, Snapshot
+from . import registry, selectors, services
+from .models import AssetVersion, Blob, Data, Environment, Model, Snapshot
 from .serializers import (
     BlobStartSerializer,
     BlobStateSerializer,
+    DataCreateSerializer,
+    DataSerializer,
+    EnvironmentCreateSerializer,
+    EnvironmentSerializer,
+    ModelCreateSerializer,
+    ModelSerializer,
     SnapshotCreateSerializer,
     SnapshotDetailSerializer,
     SnapshotSerializer,
     UploadSerializer,
 )
+from .specs.common import NAME_RULE, is_name, is_version
 
 SHA256_PATH = "[0-9a-f]{64}"
 MAX_OFFSET_DIGITS = 19
@@ -39,6 +47,10 @@ def _offset(value: str | None) -> int:
 def _body(request):
     """The raw request body as a stream (never parsed, never held whole in memory)."""
     return request.stream or io.BytesIO()
+
+
+def _plain(data):
+    return data.dict() if hasattr(data, "dict") else data
 
 
 @extend_schema_view(
@@ -147,3 +159,100 @@ class UploadViewSet(WorkspaceScopedMixin, viewsets.GenericViewSet):
                                                    content_type=request.content_type or "")
         data = UploadSerializer({"path": snapshot.path, "sha256": snapshot.sha256, "size": snapshot.size}).data
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+NAME = OpenApiParameter("name", str, description="every version of this name (else the latest of each name)")
+ARCHIVED = OpenApiParameter("archived", bool, description="true: archived versions only")
+VERSION = OpenApiParameter("version", str, OpenApiParameter.PATH, description="a version, or `latest` (GET only)")
+BOOLEANS = {"true": True, "1": True, "false": False, "0": False, "": False}
+
+
+class AssetViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.GenericViewSet):
+    """One kind of asset: `record_type`, its serializer and its create service."""
+
+    record_type: type[AssetVersion]
+    create_service = None
+    filter_backends = []
+    http_method_names = ["get", "post", "delete", "head", "options"]
+    required_access = {"list": "read", "retrieve": "read", "create": "use", "destroy": "use"}
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return selectors.asset_none(record_type=self.record_type)
+        name = self.request.query_params.get("name")
+        if name and not is_name(name):  # (and no NUL reaches the database)
+            raise BadRequest(f"name is an asset name: {NAME_RULE}.", code="InvalidFilter", target="name")
+        archived = BOOLEANS.get(self.request.query_params.get("archived", "").lower())
+        if archived is None:
+            raise BadRequest("archived is true or false.", code="InvalidFilter", target="archived")
+        return selectors.asset_list(record_type=self.record_type, workspace=self.workspace, name=name or None,
+                                    archived=archived)
+
+    def get_object(self) -> AssetVersion:
+        name, version = self.kwargs["name"], self.kwargs["version"]
+        if not is_name(name) or not (is_version(version) or version == "latest"):
+            raise Http404  # no such asset can exist (and no NUL reaches the database)
+        try:
+            return selectors.asset_get(record_type=self.record_type, workspace=self.workspace, name=self.kwargs["name"],
+                                       version=self.kwargs["version"])
+        except self.record_type.DoesNotExist:
+            raise Http404 from None
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request, *args, **kwargs):
+        data = self.get_serializer(self.get_object()).data
+        return Response(data, headers={"ETag": etag_of(data)})
+
+    def create(self, request, *args, **kwargs):
+        record = type(self).create_service(user=request.user, workspace=self.workspace, data=_plain(request.data))
+        record = selectors.asset_get(record_type=self.record_type, workspace=self.workspace, name=record.name,
+                                     version=record.version)  # with its creator's name
+        return Response(self.get_serializer(record).data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request, *args, **kwargs):
+        if self.kwargs["version"] == "latest":
+            raise BadRequest("Archive a version by its number, not `latest`.", code="InvalidVersion", target="version")
+        record = self.get_object()
+        self.check_if_match(record)
+        registry.asset_archive(user=request.user, record=record)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _schema(serializer, request):
+    return extend_schema_view(
+        list=extend_schema(parameters=[NAME, ARCHIVED], responses=serializer),
+        create=extend_schema(request={"application/json": request, "application/yaml": request},
+                             responses={201: serializer, 409: ErrorSerializer}),
+        retrieve=extend_schema(parameters=[VERSION], responses=serializer),
+        destroy=extend_schema(parameters=[VERSION], responses={204: None, 412: ErrorSerializer}),
+    )
+
+
+@_schema(EnvironmentSerializer, EnvironmentCreateSerializer)
+class EnvironmentViewSet(AssetViewSet):
+    """Environment versions: an image, optionally with a conda file (Azure ML environment YAML)."""
+
+    record_type = Environment
+    serializer_class = EnvironmentSerializer
+    create_service = staticmethod(registry.environment_create)
+
+
+@_schema(ModelSerializer, ModelCreateSerializer)
+class ModelViewSet(AssetViewSet):
+    """Model versions: an uploaded folder or file and its type (Azure ML model YAML)."""
+
+    record_type = Model
+    serializer_class = ModelSerializer
+    create_service = staticmethod(registry.model_create)
+
+
+@_schema(DataSerializer, DataCreateSerializer)
+class DataViewSet(AssetViewSet):
+    """Data versions: uri_file or uri_folder, uploaded or at an https:// URL (Azure ML data YAML)."""
+
+    record_type = Data
+    serializer_class = DataSerializer
+    create_service = staticmethod(registry.data_create)

@@ -4,6 +4,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from assets import services as assets
 from compute import capabilities, shapes
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
@@ -238,12 +239,40 @@ def _with_model_type(body: object) -> object:
     return body
 
 
+def _check_model_reference(endpoint: OnlineEndpoint, body: object) -> None:
+    """`model: azureml:<name>:<version>` must name a model of the workspace (else a 400 saying which is missing)."""
+    model = body.get("model") if isinstance(body, dict) else None
+    if isinstance(model, str) and model.startswith("azureml:"):
+        try:
+            assets.resolve_model(endpoint.workspace, model)
+        except BadRequest as exc:
+            raise _invalid([("model", str(exc.detail))], "InvalidDeployment") from None
+
+
+def _resolve_environment(endpoint: OnlineEndpoint, spec: dict) -> None:
+    """A registered or curated environment runs its image: kept in the spec with the reference it came from."""
+    reference = (spec.get("environment") or {}).get("reference")
+    if not reference:
+        return
+    try:
+        resolved = assets.resolve_environment(endpoint.workspace, reference)
+    except BadRequest as exc:
+        raise _invalid([("environment", str(exc.detail))], "InvalidDeployment") from None
+    if resolved.conda_file:
+        raise _invalid([("environment", f"{reference} has a conda_file: Dockyard builds no images and realises no conda "
+                                        "file for deployments; use an environment whose image holds the packages.")],
+                       "InvalidDeployment")
+    spec["environment"] = {"image": resolved.image, "reference": reference}
+
+
 def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, str, dict]:
     """The parsed spec, the instance type's name and the container's resources (none for a local deployment)."""
+    _check_model_reference(endpoint, body)
     try:
         spec = parse_deployment(_with_model_type(body), endpoint.name)
     except SpecErrors as exc:
         raise _invalid(exc.errors, "InvalidDeployment") from None
+    _resolve_environment(endpoint, spec)
     local = endpoint.compute is None
     errors = target_errors(spec, local)
     if local:

@@ -14,6 +14,7 @@ import math
 import re
 from pathlib import PurePosixPath
 
+from assets.specs.references import InvalidReference, parse_reference
 from controlplane.kube import quantities
 from controlplane.kube.objects import GPU
 from controlplane.kube.resources import Shape, container_resources
@@ -98,8 +99,8 @@ STORED_ONLY: dict[str, str] = {
                             "Application Insights: the deployment's logs and status are in Dockyard's log view.",
     "environment.conda_file": "Dockyard builds no images: the image (or venv) must already hold these packages; kept "
                               "so Azure ML files (and the seed's example) post unchanged and show what was meant.",
-    "environment.name": "A label of the inline environment, shown; there is no environment registry here.",
-    "environment.version": "A label of the inline environment, shown; there is no environment registry here.",
+    "environment.name": "A label of the inline environment, shown; a registered one is named as azureml:<name>:<v>.",
+    "environment.version": "A label of the inline environment, shown; a registered one is named as azureml:<name>:<v>.",
 }
 
 
@@ -245,7 +246,8 @@ def _model(value: object, errors: list) -> dict | None:
             errors.append(("model", "model cannot be empty: give a path, or leave model out."))
             return None
         if value.startswith("azureml:"):
-            errors.append(("model", "Registered models (azureml:<name>:<version>) are not available here: give model.path."))
+            errors.append(("model", "Registered models (azureml:<name>:<version>) are not mounted at AZUREML_MODEL_DIR "
+                                    "yet: give model.path (a folder on the host, or inside the image)."))
             return None
         return {"path": value, "type": "custom_model"}
     if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not value["path"]:
@@ -275,9 +277,15 @@ def _code(value: object, model: dict | None, errors: list) -> dict | None:
 def _environment(value: object, errors: list) -> dict:
     if value is None:
         return {}  # a local deployment may use Dockyard's inference server as it is; Kubernetes needs an image (services)
+    if isinstance(value, dict) and "reference" in value and set(value) <= {"reference", "image"}:
+        value = value["reference"]  # a shown deployment sent back: the reference is resolved again
     if isinstance(value, str):
-        errors.append(("environment", "Registered environments are not available here: give an inline environment with image."))
-        return {}
+        try:
+            parse_reference(value, "environment")
+        except InvalidReference as exc:
+            errors.append(("environment", str(exc)))
+            return {}
+        return {"reference": value}  # resolved to its image by the service
     if not isinstance(value, dict):
         errors.append(("environment", "environment is a mapping with image (and for local deployments, venv)."))
         return {}

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import clusters, compute, deployments, endpoints, home, instance_types, jobs, members, tokens, users
+from .views import assets, clusters, compute, deployments, endpoints, home, instance_types, jobs, members, tokens, users
 
 app_name = "frontend"
 
@@ -51,6 +51,7 @@ workspace_urls = [
     path("endpoints/<str:name>/deployments/<str:deployment>/scale/", deployments.scale, name="deployment-scale"),
     path("endpoints/<str:name>/deployments/<str:deployment>/delete/", deployments.delete, name="deployment-delete"),
     path("endpoints/<str:name>/<str:section>/", endpoints.detail, name="endpoint-section"),
+    path("assets/", assets.asset_list, name="assets"),
     path("members/", members.members, name="members"),
     path("members/<str:username>/role/", members.member_role, name="member-role"),
     path("members/<str:username>/remove/", members.member_remove, name="member-remove"),

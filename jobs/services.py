@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from assets import services as assets
 from compute import capabilities
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
@@ -65,7 +66,10 @@ def _resolve_local(workspace: Workspace, spec: dict) -> tuple[str, None, str]:
 def _local_only_fields(spec: dict) -> list[tuple[str, str]]:
     """Fields that shape a Kubernetes pod and mean nothing to a process on the worker's host."""
     errors = []
-    if (spec.get("environment") or {}).get("image"):
+    if (spec.get("environment") or {}).get("reference"):
+        errors.append(("environment", "A local job runs on the worker's host, not in a container: a registered or "
+                                      "curated environment (an image) cannot run there; use environment.venv."))
+    elif (spec.get("environment") or {}).get("image"):
         errors.append(("environment.image", "A local job runs on the worker's host, not in a container: leave image out "
                                             "(use environment.venv for a Python environment)."))
     if spec["resources"].get("instance_type"):
@@ -139,6 +143,21 @@ def _check_container_job(spec: dict) -> None:
         raise _invalid(errors)
 
 
+def _resolve_environment(workspace: Workspace, spec: dict) -> None:
+    """A registered or curated environment runs its image: kept in the spec with the reference it came from."""
+    reference = (spec.get("environment") or {}).get("reference")
+    if not reference:
+        return
+    try:
+        resolved = assets.resolve_environment(workspace, reference)
+    except BadRequest as exc:  # said as every other problem of the body is
+        raise _invalid([("environment", str(exc.detail))]) from None
+    if resolved.conda_file:
+        raise _invalid([("environment", f"{reference} has a conda_file: conda files are not realised on top of an image "
+                                        "when a job starts yet. Use an environment whose image holds the packages.")])
+    spec["environment"] = {"image": resolved.image, "reference": reference}
+
+
 def _placement(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget | None, str]:
     if spec["compute"] == "local":
         return _resolve_local(workspace, spec)
@@ -162,6 +181,7 @@ def job_create(*, user, workspace: Workspace, data: dict) -> Job:
         spec = parse_job(data)
     except SpecErrors as exc:
         raise _invalid(exc.errors) from None
+    _resolve_environment(workspace, spec)
     target, compute, instance_type = _placement(workspace, spec)
     if spec["name"] and Job.objects.filter(workspace=workspace, name=spec["name"]).exists():
         raise Conflict(f"A job named '{spec['name']}' already exists in workspace '{workspace.name}'.")

@@ -9,6 +9,7 @@ import math
 import re
 from datetime import date
 
+from assets.specs.references import InvalidReference, parse_reference
 from controlplane.specs import (
     SpecErrors,
     canonical_enum,
@@ -65,11 +66,13 @@ REFUSED_RESOURCES = {
 ENVIRONMENT_FIELDS = {"image", "venv", "description", "tags"}
 REFUSED_ENVIRONMENT = {
     "conda_file": "conda_file environments are not built here: give a ready `image` (or a `venv` for local jobs).",
-    "name": "Registered environments are not available here yet: give an inline environment with `image` "
-            "(or `venv` for local jobs) instead of a name and version.",
-    "version": "Registered environments are not available here yet: give an inline environment with `image` "
-               "(or `venv` for local jobs) instead of a name and version.",
+    "name": "An inline environment is not registered: register it (dockyard environment create -f) and give "
+            "environment: azureml:<name>:<version>, or leave name and version out.",
+    "version": "An inline environment is not registered: register it (dockyard environment create -f) and give "
+               "environment: azureml:<name>:<version>, or leave name and version out.",
 }
+# What `job show` writes for a referenced environment: the reference, and the image it resolved to (resolved again).
+SHOWN_REFERENCE = {"reference", "image"}
 DATA_INPUT_TYPES = {"uri_file", "uri_folder", "mlflow_model", "custom_model", "mltable"}
 LITERAL_INPUT_TYPES = {"string", "integer", "number", "boolean"}
 INPUT_FIELDS = {"type", "path", "mode", "default", "value", "description"}
@@ -232,12 +235,18 @@ def _compute(value: object, errors: list) -> str:
 
 
 def _environment(value: object, errors: list) -> dict:
+    """An inline environment, or {'reference': ...} for a registered or curated one (the service resolves it)."""
     if value is None:
         return {}
+    if isinstance(value, dict) and "reference" in value and set(value) <= SHOWN_REFERENCE:
+        value = value["reference"]  # `job show` output submitted again: the reference is what counts
     if isinstance(value, str):
-        errors.append(("environment", "Registered environments (azureml:<name>:<version>) are not available here: "
-                                      "give an inline environment with `image`."))
-        return {}
+        try:
+            parse_reference(value, "environment")
+        except InvalidReference as exc:
+            errors.append(("environment", str(exc)))
+            return {}
+        return {"reference": value}
     if not isinstance(value, dict):
         errors.append(("environment", "environment must be a mapping with `image` (or, for local jobs, `venv`)."))
         return {}

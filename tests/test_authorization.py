@@ -70,6 +70,7 @@ DEPLOYMENT = {"code_configuration": {"code": str(ADDER), "scoring_script": "scor
 
 HELLO, PENDING = sha(b"hello"), sha(b"pending bytes")
 HELLO_SNAPSHOT = spec.snapshot_id([spec.Entry("hello.txt", HELLO, 0o644)])
+HELLO_PATH = f"azureml://uploads/{HELLO_SNAPSHOT}"
 
 
 def artifacts(owner, workspace) -> None:
@@ -79,6 +80,20 @@ def artifacts(owner, workspace) -> None:
     services.upload_create(user=owner, workspace=workspace, body=io.BytesIO(targz({"hello.txt": b"hello"})),
                            content_type="application/gzip")
     services.blob_upload_start(user=owner, workspace=workspace, sha256=PENDING, size=100)
+
+
+ENV = {"name": "env", "version": "1", "image": "python:3.11-slim"}
+
+
+def assets(owner, workspace) -> None:
+    """Environment env:1, model model:1 (an upload of `hello.txt`) and data data:1 (an https URL)."""
+    from assets import registry
+
+    artifacts(owner, workspace)
+    registry.environment_create(user=owner, workspace=workspace, data=ENV)
+    registry.model_create(user=owner, workspace=workspace, data={"name": "model", "version": 1, "path": HELLO_PATH})
+    registry.data_create(user=owner, workspace=workspace, data={"name": "data", "version": "1",
+                                                                "path": "https://example.org/iris.csv"})
 
 
 def online_endpoint(owner, workspace) -> dict:
@@ -98,7 +113,8 @@ class Endpoint:
     expected: dict
     data: dict | None = None
     # "compute": a compute named cpu-cluster in team-a; "job": a local job named train; "kubernetes": an attached `k8s`;
-    # "endpoint": local endpoint `adder`; "local-off": team-a without local compute; "pod": Dockyard runs in a pod
+    # "endpoint": local endpoint `adder`; "local-off": team-a without local compute; "pod": Dockyard runs in a pod;
+    # "assets": environment, model and data `…:1` (and the artifacts)
     needs: tuple = field(default=())
     settings: dict = field(default_factory=dict)
     content_type: str | None = None  # a raw body (bytes) of this type instead of JSON
@@ -174,6 +190,19 @@ ENDPOINTS = [
              ("artifacts",)),
     Endpoint("snapshot-retrieve", "get", f"{WS}/snapshots/{HELLO_SNAPSHOT}/", read(), needs=("artifacts",)),
     Endpoint("uploads-create", "post", f"{WS}/uploads/", use(201), targz({"new.txt": b"new"}), content_type="application/gzip"),
+    Endpoint("environments-list", "get", f"{WS}/environments/", read(), needs=("assets",)),
+    Endpoint("environments-create", "post", f"{WS}/environments/", use(201), {**ENV, "version": "2"}, ("assets",)),
+    Endpoint("environment-retrieve", "get", f"{WS}/environments/env/versions/1/", read(), needs=("assets",)),
+    Endpoint("environment-latest", "get", f"{WS}/environments/env/versions/latest/", read(), needs=("assets",)),
+    Endpoint("environment-archive", "delete", f"{WS}/environments/env/versions/1/", use(204), needs=("assets",)),
+    Endpoint("models-list", "get", f"{WS}/models/", read(), needs=("assets",)),
+    Endpoint("models-create", "post", f"{WS}/models/", use(201), {"name": "model", "path": HELLO_PATH}, ("assets",)),
+    Endpoint("model-retrieve", "get", f"{WS}/models/model/versions/1/", read(), needs=("assets",)),
+    Endpoint("model-archive", "delete", f"{WS}/models/model/versions/1/", use(204), needs=("assets",)),
+    Endpoint("data-list", "get", f"{WS}/data/", read(), needs=("assets",)),
+    Endpoint("data-create", "post", f"{WS}/data/", use(201), {"name": "data", "path": HELLO_PATH}, ("assets",)),
+    Endpoint("data-retrieve", "get", f"{WS}/data/data/versions/1/", read(), needs=("assets",)),
+    Endpoint("data-archive", "delete", f"{WS}/data/data/versions/1/", use(204), needs=("assets",)),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
@@ -226,6 +255,8 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
         online_endpoint(users["owner"], workspace)
     if "artifacts" in endpoint.needs:
         artifacts(users["owner"], workspace)
+    if "assets" in endpoint.needs:
+        assets(users["owner"], workspace)
     client = api_as(role)
     # the token to revoke belongs to the caller (anonymous tries the owner's)
     token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")

@@ -3,12 +3,16 @@
 Issue 9, items 4 and 9: a 439-byte YAML alias bomb took 72 s and 710 MB of a web worker and stored an 80 MB spec;
 bodies over 2.5 MB, deep nesting, NUL or lone surrogates answered 500; free text had no length limit.
 """
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from assets.models import Data, Environment, Model
+from assets.specs import snapshots
+from assets.tests.support import sha, targz
 from compute.manifests import INSTANCE_TYPE_API_VERSION
 from compute.models import ComputeTarget, InstanceType
 from compute.services import compute_create
@@ -26,6 +30,9 @@ SHAPE = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"
 # `prepared` attaches k8s; the route's own attachment is another cluster, so that it is a create and not a conflict
 OTHER_K8S = body("kubernetes", name="k8s-two", kubeconfig=kubeconfig(server="https://10.0.0.2:6443"))
 DEPLOYMENT = {"name": "green", "code_configuration": {"code": str(ADDER), "scoring_script": "score.py"}}
+UPLOADED = {"model.pkl": b"weights"}  # `prepared` uploads it: the model's and data's path
+UPLOAD = f"azureml://uploads/{snapshots.snapshot_id([snapshots.Entry('model.pkl', sha(b'weights'), 0o644)])}"
+ASSET_TEXT = ("description", "tags")
 
 
 @dataclass
@@ -48,6 +55,10 @@ ROUTES = [
           ("display_name", "description", "experiment_name", "command", "tags", "properties")),
     Route("online-endpoints", f"{EP}/", {"name": "new-ep", "compute": "local"}, ("description", "tags")),
     Route("deployments", f"{EP}/adder/deployments/", DEPLOYMENT, ("description", "tags"), needs=("endpoint",)),
+    Route("environments", f"{WS}/environments/", {"name": "env", "version": "1", "image": "python:3.11",
+                                                  "conda_file": {"dependencies": ["python=3.11"]}}, ASSET_TEXT),
+    Route("models", f"{WS}/models/", {"name": "model", "version": 1, "path": UPLOAD}, ASSET_TEXT),
+    Route("data", f"{WS}/data/", {"name": "iris", "version": "1", "path": UPLOAD}, ASSET_TEXT),
     Route("members", f"{WS}/members/", {"user": "nina", "role": "reader"}),
     Route("tokens", "/api/v1/tokens/", {"name": "ci"}),
 ]
@@ -56,7 +67,8 @@ IDS = [route.name for route in ROUTES]
 
 @pytest.fixture
 def prepared(owner, workspace, make_user, settings):
-    """What the routes need (a kubernetes compute, an endpoint), and the owner's client."""
+    """What the routes need (a kubernetes compute, an endpoint, an upload), and the owner's client."""
+    from assets.services import upload_create
     from conftest import client_for
     from endpoints.services import endpoint_create
 
@@ -65,11 +77,13 @@ def prepared(owner, workspace, make_user, settings):
     make_user("nina")
     as_checked(compute_create(user=owner, workspace=workspace, data=body("kubernetes", name="k8s")))
     endpoint_create(user=owner, workspace=workspace, data={"name": "adder", "compute": "local"})
+    upload_create(user=owner, workspace=workspace, body=io.BytesIO(targz(UPLOADED)), content_type="application/gzip")
     return client_for(owner)
 
 
 def counts() -> tuple:
-    models = (Workspace, Membership, ApiToken, ComputeTarget, InstanceType, Job, OnlineEndpoint, OnlineDeployment, AuditEvent)
+    models = (Workspace, Membership, ApiToken, ComputeTarget, InstanceType, Job, OnlineEndpoint, OnlineDeployment, AuditEvent,
+              Environment, Model, Data)
     return tuple(model.objects.count() for model in models)
 
 

@@ -66,6 +66,7 @@ EXISTING = {
     "username": ["olivia", "reader-user", "contributor-user"],
     "endpoint_name": ["adder"],  # online deployments live on endpoint adder
     "sha256": [],  # the artifacts' hashes, filled in below
+    "version": ["1", "latest"],  # of the assets below
 }
 JOBS = "/api/v1/workspaces/{workspace_name}/jobs/{name}/"
 ENDPOINT = "/api/v1/workspaces/{workspace_name}/online-endpoints/{name}/"
@@ -77,6 +78,8 @@ NAMES_BY_PATH = {
     **{JOBS + action: ["done", "running"] for action in ("", "cancel/", "logs/", "events/", "outputs/")},
     **{ENDPOINT + action: ["adder"] for action in ("", "keys/", "keys/regenerate/", "score")},
     **{DEPLOYMENT + action: ["blue"] for action in ("", "logs/")},
+    **{f"/api/v1/workspaces/{{workspace_name}}/{kind}/{{name}}/versions/{{version}}/": [name]
+       for kind, name in (("environments", "env"), ("models", "model"), ("data", "iris"))},
 }
 ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" / "adder"
 CASE_NUMBERS = itertools.count()
@@ -121,6 +124,17 @@ def add_artifacts(owner, workspace) -> None:
                                          content_type="application/gzip")
     services.blob_upload_start(user=owner, workspace=workspace, sha256=sha(b"pending"), size=100)
     EXISTING["sha256"] = [sha(b"hello"), snapshot.sha256, sha(b"pending")]
+    add_assets(owner, workspace, snapshot.path)
+
+
+def add_assets(owner, workspace, path: str) -> None:
+    """Version 1 of environment `env`, model `model` (the upload above) and data `iris` (an https URL)."""
+    from assets import registry
+
+    registry.environment_create(user=owner, workspace=workspace, data={"name": "env", "version": "1", "image": "python:3.11"})
+    registry.model_create(user=owner, workspace=workspace, data={"name": "model", "version": "1", "path": path})
+    registry.data_create(user=owner, workspace=workspace, data={"name": "iris", "version": "1",
+                                                                "path": "https://example.org/iris.csv"})
 
 
 @pytest.fixture(autouse=True)

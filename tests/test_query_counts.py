@@ -129,6 +129,22 @@ def add_snapshots(n, workspace, owner):
                  created_by=owner if index % 2 else UserFactory()) for index in range(start, start + n)])
 
 
+def add_assets(n, workspace, owner):
+    """Environments, models and data by alternating creators, each a new name (the list shows the latest of each)."""
+    from assets.models import Data, Environment, Model, Snapshot
+    from assets.specs.versions import sort_key
+
+    snapshot, _ = Snapshot.objects.get_or_create(workspace=workspace, sha256="f" * 64,
+                                                 defaults={"files": [], "size": 0, "file_count": 0})
+    for record_type, extra in ((Environment, {"image": "python:3.11"}), (Data, {"path": "https://example.org/d"}),
+                               (Model, {"path": snapshot.path, "snapshot": snapshot})):
+        start = record_type.objects.count()
+        record_type.objects.bulk_create([
+            record_type(workspace=workspace, name=f"asset-{index}", version="1", sort_key=sort_key("1"),
+                        spec={"name": f"asset-{index}", "version": "1"}, created_by=owner if index % 2 else UserFactory(),
+                        **extra) for index in range(start, start + n)])
+
+
 # (its URL, how to add rows, the most queries it may take: token, [workspace, role,] count, page)
 LISTS = [
     pytest.param("/api/v1/workspaces/", add_workspaces, 3, id="workspaces"),
@@ -144,6 +160,9 @@ LISTS = [
     pytest.param(f"{WS}/online-endpoints/", add_online_endpoints, 5, id="online-endpoints"),
     pytest.param(f"{WS}/online-endpoints/scorer/deployments/", add_online_deployments, 5, id="online-deployments"),
     pytest.param(f"{WS}/snapshots/", add_snapshots, 5, id="snapshots"),
+    pytest.param(f"{WS}/environments/", add_assets, 5, id="environments"),
+    pytest.param(f"{WS}/models/", add_assets, 5, id="models"),
+    pytest.param(f"{WS}/data/", add_assets, 5, id="data"),
 ]
 
 

@@ -26,6 +26,7 @@ URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # can be created again unchanged.
 READ_ONLY = frozenset({"id", "creation_context", "latest_version", "auto_delete_setting"})
 COMMON = frozenset({"$schema", "name", "version", "description", "tags"})
+UPLOADS = re.compile(r"azureml://uploads/([0-9a-f]{64})/?", re.ASCII)
 DATASTORE_REFUSED = ("There are no datastores here: assets are kept in Dockyard's own storage; leave datastore out.")
 
 
@@ -86,6 +87,12 @@ def common_fields(body: dict, errors: list, kind: str) -> dict:
         "description": text_field(body, "description", errors),
         "tags": string_map(body.get("tags"), "tags", errors, key_hint=TAG_HINT),
     }
+
+
+def uploaded_path(value: object) -> dict | None:
+    """`azureml://uploads/<sha256>` (what uploads/ answers) → {'upload': sha256}; None for anything else."""
+    match = UPLOADS.fullmatch(value) if isinstance(value, str) else None
+    return {"upload": match.group(1)} if match else None
 
 
 def local_path(value: object, path: str, errors: list, what: str) -> str | None:

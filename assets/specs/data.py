@@ -16,6 +16,7 @@ from assets.specs.common import (
     drop_read_only,
     finish,
     local_path,
+    uploaded_path,
 )
 from assets.specs.references import job_output_path
 from controlplane.specs import SpecErrors, limit_errors, unknown_fields
@@ -62,6 +63,8 @@ def _path(value: object, kind: str | None, errors: list) -> dict | None:
     if value is None or value == "":
         errors.append(("path", "path is required: a file or folder beside the YAML, an https:// URL, or a job output."))
         return None
+    if uploaded_path(value):
+        return uploaded_path(value)
     if isinstance(value, str) and value.startswith("azureml:"):
         return job_output_path(value, errors, "A data asset")
     if isinstance(value, str) and URL_SCHEME.match(value):

@@ -6,7 +6,15 @@ Fields are Azure ML's (azure-ai-ml's ModelSchema): name, version, path, type, de
 versions are positive whole numbers (unlike data and environments, whose versions are free text); `type` is read in
 any case, as Azure ML's schema lower-cases it.
 """
-from assets.specs.common import COMMON, DATASTORE_REFUSED, common_fields, drop_read_only, finish, local_path
+from assets.specs.common import (
+    COMMON,
+    DATASTORE_REFUSED,
+    common_fields,
+    drop_read_only,
+    finish,
+    local_path,
+    uploaded_path,
+)
 from assets.specs.references import job_output_path
 from controlplane.specs import SpecErrors, canonical_enum, limit_errors, string_map, unknown_fields
 
@@ -68,6 +76,8 @@ def _path(value: object, errors: list) -> dict | None:
         errors.append(("path", "path is required: the model's file or folder beside the YAML, or a job output "
                                "(azureml://jobs/<job>/outputs/<output>/paths/<path>)."))
         return None
+    if uploaded_path(value):
+        return uploaded_path(value)
     if isinstance(value, str) and value.startswith("azureml:"):
         return job_output_path(value, errors, "A model")
     if isinstance(value, str) and (value.startswith(("runs:/", "models:/")) or "://" in value):

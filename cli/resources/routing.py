@@ -2,6 +2,7 @@
 from ..client import ApiClient
 from ..documents import Document
 from ..errors import CliError, InvalidInput
+from .asset import apply_asset, asset_kind
 from .base import Outcome, Scope
 from .compute import COMPUTE_TYPES, apply_compute, compute_body
 from .instancetype import KINDS as INSTANCE_TYPE_KINDS
@@ -21,8 +22,11 @@ class NotSupportedYet(CliError):
 
 def route_of(body: dict) -> str:
     """Which resource a document describes: compute, workspace, instancetype, job, online-endpoint,
-    online-deployment or unknown."""
+    online-deployment, environment, model, data or unknown."""
     doc_type, kind = body.get("type"), body.get("kind")
+    asset = asset_kind(body)  # by its $schema or fields an asset has alone (a top-level image; a model or data type)
+    if asset is not None:
+        return asset.noun
     online = online_kind(body)  # before compute types: a Kubernetes deployment says `type: kubernetes` too
     if online is not None:
         return online
@@ -73,9 +77,13 @@ def apply_document(document: Document, client: ApiClient, scope: Scope, dry_run:
         return [apply_endpoint(client, scope, body, dry_run)]
     if route == "online-deployment":
         return [apply_deployment(client, scope, body, dry_run)]
+    asset = asset_kind(body)
+    if asset is not None:
+        return [apply_asset(client, scope.workspace(), asset, document, dry_run)]
     choices = ", ".join(COMPUTE_TYPES)
     raise InvalidInput(
         f"Cannot tell what this document is: give `type` (workspace, command or a compute type: {choices}), "
-        "`kind` (InstanceType, InstanceTypeList, Workspace) or an online endpoint's or deployment's `$schema`.",
+        "`kind` (InstanceType, InstanceTypeList, Workspace) or the `$schema` of an online endpoint, a deployment, an "
+        "environment, a model or data.",
         target="type", code="UnknownDocument",
     )

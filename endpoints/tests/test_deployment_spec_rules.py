@@ -118,7 +118,7 @@ def test_environments_accepted(environment):
 
 
 @pytest.mark.parametrize("environment, target", [
-    pytest.param("azureml:sklearn-env:1", "environment", id="registered"),
+    pytest.param("azureml:sklearn-env", "environment", id="registered-without-version"),
     pytest.param(["python:3.11"], "environment", id="a-list"),
     pytest.param({"image": "python", "colour": "blue"}, "environment.colour", id="unknown-field"),
 ])
@@ -330,7 +330,7 @@ def test_deployment_read_only_fields_are_ignored_so_a_shown_deployment_can_be_se
 
 def test_every_deployment_problem_is_reported_at_once():
     with pytest.raises(SpecErrors) as exc:
-        parse_deployment({"name": "x", "environment": "azureml:env:1", "instance_count": 0, "endpoint_name": "other"}, "ep")
+        parse_deployment({"name": "x", "environment": "azureml:env", "instance_count": 0, "endpoint_name": "other"}, "ep")
     assert set(targets(exc)) == {"name", "endpoint_name", "code_configuration", "environment", "instance_count"}
 
 

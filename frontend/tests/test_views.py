@@ -35,6 +35,7 @@ WORKSPACE_PAGES = [
     "/w/team-a/compute/?tab=attached",
     "/w/team-a/compute/gpu-box/",
     "/w/team-a/jobs/",
+    "/w/team-a/assets/",
     "/w/team-a/endpoints/",
     "/w/team-a/members/",
     "/w/team-a/events/",

@@ -20,8 +20,8 @@ def test_inline_environments(environment):
 @pytest.mark.parametrize(
     "environment, target",
     [
-        ("azureml:AzureML-sklearn-1.0-ubuntu20.04-py38-cpu:1", "environment"),
-        ("azureml:AzureML-acpt-pytorch-2.2-cuda12.1@latest", "environment"),
+        ("azureml:my-env", "environment"),
+        ("azureml:my-env@stable", "environment"),
         (["python:3.11"], "environment"),
         (5, "environment"),
         ({"image": ""}, "environment.image"),

@@ -253,7 +253,7 @@ def test_keys_json_cannot_store_are_refused_and_date_keys_become_text():
 
 def test_every_problem_is_reported_with_its_path():
     body = {"name": "-bad", "colour": "blue", "compute": "a/b", "resources": {"instance_count": 0, "shm_size": "lots"},
-            "limits": {"timeout": -1}, "environment": "azureml:env:1"}
+            "limits": {"timeout": -1}, "environment": "azureml:env"}
     assert sorted(targets_of(body)) == sorted([
         "colour", "name", "command", "compute", "environment", "resources.instance_count", "resources.shm_size",
         "limits.timeout",

@@ -76,7 +76,7 @@ BAD_BODIES = [
     bad("unknown-resources-field", "resources.gpus", resources={"gpus": 1}),
     bad("unknown-input-reference", "command", command="echo ${{inputs.missing}}", inputs={"present": 1}),
     bad("unknown-output-reference", "command", command="echo hi > ${{outputs.result}}/x"),
-    bad("registered-environment", "environment", **{**K8S, "environment": "azureml:AzureML-sklearn-1.0:1"}),
+    bad("unknown-registered-environment", "environment", **{**K8S, "environment": "azureml:no-such-env:1"}),
     bad("ray-distribution", "distribution.type", **K8S, distribution={"type": "ray"}),
     bad("not-a-command-job", "type", type="sweep"),
     bad("bad-environment-variable-name", "environment_variables.MY-VAR", environment_variables={"MY-VAR": "1"}),

@@ -158,16 +158,16 @@ def test_an_image_on_local_is_refused(owner_api):
 
 @pytest.mark.parametrize("environment, target, reason", [
     (f"  image: {IMAGE}\n  conda_file: conda.yml\n", "environment.conda_file", "not built here"),
-    ("  name: sklearn-env\n", "environment.name", "Registered environments"),
+    ("  name: sklearn-env\n", "environment.name", "not registered"),
 ])
 def test_environments_dockyard_cannot_build_are_refused(owner_api, k8s, environment, target, reason):  # noqa: F811
     assert reason in refused(owner_api, f"command: echo\ncompute: azureml:k8s\nenvironment:\n{environment}", target)
 
 
-def test_a_registered_environment_reference_is_refused(owner_api, k8s):  # noqa: F811
-    message = refused(owner_api, "command: echo\ncompute: azureml:k8s\nenvironment: azureml:AzureML-sklearn-1.0:1\n",
-                      "environment")
-    assert "inline environment" in message
+def test_a_curated_environment_reference_runs_its_public_image(owner_api, k8s):  # noqa: F811
+    job = created(owner_api, "command: echo\ncompute: azureml:k8s\nenvironment: azureml:AzureML-sklearn-1.0:1\n")
+    assert job["environment"] == {"image": "mcr.microsoft.com/azureml/curated/sklearn-1.0:1",
+                                  "reference": "azureml:AzureML-sklearn-1.0:1"}
 
 
 # distribution

@@ -1,3 +1,4 @@
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from . import views
@@ -7,4 +8,7 @@ router.register(r"workspaces/(?P<workspace_name>[^/.]+)/blobs", views.BlobViewSe
 router.register(r"workspaces/(?P<workspace_name>[^/.]+)/snapshots", views.SnapshotViewSet, basename="snapshot")
 router.register(r"workspaces/(?P<workspace_name>[^/.]+)/uploads", views.UploadViewSet, basename="upload")
 
-urlpatterns = router.urls
+urlpatterns = [
+    *router.urls,
+    path("artifacts/fetch/<str:token>/", views.ArtifactFetchView.as_view(), name="artifact-fetch"),
+]

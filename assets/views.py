@@ -1,11 +1,13 @@
 """Artifacts API: blob uploads in chunks (resumable), blob downloads, snapshots from a manifest, uploads of a .tar.gz."""
 import io
 
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from controlplane.api import BadRequest, ETagMixin, etag_of
 from controlplane.schema import ErrorSerializer
@@ -147,3 +149,18 @@ class UploadViewSet(WorkspaceScopedMixin, viewsets.GenericViewSet):
                                                    content_type=request.content_type or "")
         data = UploadSerializer({"path": snapshot.path, "sha256": snapshot.sha256, "size": snapshot.size}).data
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+@extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, 403: ErrorSerializer}, auth=[])
+class ArtifactFetchView(APIView):
+    """One snapshot as a .tar.gz for a pod's init container: the signed token in the path is the only authorisation."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get(self, request, token: str):
+        snapshot = selectors.snapshot_for_fetch(token=token, client=request.META.get("REMOTE_ADDR", ""))
+        response = StreamingHttpResponse(selectors.snapshot_archive(snapshot=snapshot), content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{snapshot.sha256}.tar.gz"'
+        response["Cache-Control"] = "no-store"
+        return response

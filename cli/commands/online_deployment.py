@@ -18,6 +18,7 @@ from ..resources.online_deployment import (
     deployments_path,
     instance_type_cell,
     ready_cell,
+    with_code_uploaded,
 )
 from ..resources.online_endpoint import endpoint_not_found_in_workspace, endpoints_path, refuse_other_kind
 
@@ -111,6 +112,7 @@ def create_deployment(state: State, source: str, name: str | None, endpoint: str
                            code="InvalidOption", exit_code=EXIT_USAGE)
     apply_assignments(body, list(assignments))
     workspace, client = state.workspace, state.client()
+    with_code_uploaded(body, document.base_dir, client, workspace)  # code_configuration.code next to the YAML file
     try:
         created = client.post_yaml(deployments_path(workspace, endpoint), job_yaml(text, body)).body
     except ApiError as error:

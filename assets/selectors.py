@@ -43,6 +43,12 @@ def snapshot_exists(*, workspace: Workspace, reference: str) -> bool:
     return delivery.snapshot_named(workspace, reference) is not None
 
 
+def snapshot_files(*, workspace: Workspace, reference: str) -> set[str] | None:
+    """The file paths of the workspace's snapshot `azureml://uploads/<sha256>` names; None when it has none such."""
+    snapshot = delivery.snapshot_named(workspace, reference)
+    return None if snapshot is None else {row[0] for row in snapshot.files}
+
+
 def snapshot_for_fetch(*, token: str, client: str) -> Snapshot:
     """The one snapshot a signed fetch token names (logged); 403 in the error shape otherwise."""
     try:

@@ -137,7 +137,7 @@ def _check_container_job(workspace: Workspace, spec: dict) -> None:
     if code and upload_sha256(code):
         errors += _upload_problems(workspace, code)
     elif code:
-        errors.append(("code", "A folder on the Dockyard host is not shipped to a cluster: upload it (the CLI uploads "
+        errors.append(("code", "A folder on the Dockyard host is not shipped to Kubernetes: upload it (the CLI uploads "
                                "`code: ./src` and sends azureml://uploads/<sha256>), or put the code in the image."))
     if spec.get("outputs"):
         errors.append(("outputs", "Outputs of Kubernetes jobs are not kept yet (a pod's files go with it): leave outputs "

@@ -1,5 +1,6 @@
 """dockyard online-deployment create | update | show | list | delete | get-logs: the model servers behind an endpoint."""
 import copy
+from pathlib import Path
 
 import click
 
@@ -164,6 +165,8 @@ def update_deployment(state: State, name: str | None, endpoint: str | None, sour
     """
     name, endpoint, document = deployment_update_document(source, name, endpoint)
     workspace, client = state.workspace, state.client()
+    base_dir = Path.cwd() if source in (None, "-") else Path(source).expanduser().resolve().parent
+    with_code_uploaded(document, base_dir, client, workspace)
     label = label_of(endpoint, name)
     table = state.output == "table"
     for attempt in (1, 2):

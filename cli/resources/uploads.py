@@ -86,10 +86,13 @@ def upload_local_path(client: ApiClient, workspace: str, path: Path) -> str:
 
 def uploaded_field(client: ApiClient, workspace: str, base_dir: Path, value: object, dry_run: bool = False) -> object:
     """A document's path field after upload: a local path (relative to the YAML file's folder, as in Azure ML) becomes
-    `azureml://uploads/<sha256>`; references, URLs and anything not a string are left as they are."""
+    `azureml://uploads/<sha256>`; references, URLs, absolute paths that do not exist here (a folder on the Dockyard
+    host, or in a deployment's image) and anything not a string are left as they are."""
     if not isinstance(value, str) or not value or NOT_LOCAL.match(value):
         return value
     path = Path(value).expanduser()
+    if path.is_absolute() and not path.exists():
+        return value  # not here: a folder on the Dockyard host or inside the image, for the server to judge
     path = path if path.is_absolute() else base_dir / path
     return local_reference(path) if dry_run else upload_local_path(client, workspace, path)
 

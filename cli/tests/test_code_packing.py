@@ -152,3 +152,10 @@ def test_a_missing_code_folder_is_said_before_anything_is_sent(dockyard, workspa
     assert result.exit_code != 0
     assert "nowhere" in result.stderr
     assert not Job.objects.exists()
+
+
+def test_an_absolute_path_that_is_not_here_is_left_for_the_server(tmp_path):
+    from cli.resources.uploads import uploaded_field
+
+    assert uploaded_field(None, "team-a", tmp_path, "/var/azureml-app/adder") == "/var/azureml-app/adder"
+    assert uploaded_field(None, "team-a", tmp_path, "azureml:code:1") == "azureml:code:1"

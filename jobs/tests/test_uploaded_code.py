@@ -235,3 +235,29 @@ def test_issuing_and_using_a_url_are_logged(client, snapshot, caplog):
     messages = [record.getMessage() for record in caplog.records if record.name == "dockyard.artifacts"]
     assert any("Issued a fetch URL" in message and "job greet" in message for message in messages)
     assert any(message.startswith(f"Fetch of snapshot {snapshot.sha256}") for message in messages)
+
+
+def test_the_init_containers_script_fetches_and_unpacks_the_code_and_fails_on_a_refused_url(live_server, owner_api,
+                                                                                             workspace, src, tmp_path):
+    """The fake API server runs no containers: the init step's own shell lines are run here, against a live Dockyard."""
+    import subprocess
+
+    from assets.specs.pods import ARCHIVE, fetch_script
+
+    snapshot = Snapshot.objects.get(sha256=upload(owner_api, src).rsplit("/", 1)[1])
+    folder = tmp_path / "code"
+    folder.mkdir()
+    script = fetch_script(str(folder)).replace(ARCHIVE, str(tmp_path / "code.tar.gz"))  # not the host's /tmp
+    url = live_server.url + urlsplit(delivery.fetch_url(snapshot, seconds=60)).path
+
+    done = subprocess.run(["/bin/sh", "-c", script], env={"CODE_URL": url, "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"fetched 5 files into {folder}"
+    assert (folder / "helpers" / "greet.py").read_text().startswith("def greeting")
+    assert os.access(folder / "tool.sh", os.X_OK) and not (folder / "model.ckpt").exists()
+    refused_url = live_server.url + "/api/v1/artifacts/fetch/forged:token:here/"
+    failed = subprocess.run(["/bin/sh", "-c", script], env={"CODE_URL": refused_url, "PATH": "/usr/bin:/bin"},
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode != 0  # the pod's init step fails, so the main container never starts without its code

@@ -1,6 +1,8 @@
 """Artifacts API: blob uploads in chunks (resumable), blob downloads, snapshots from a manifest, uploads of a .tar.gz."""
 import io
+from collections.abc import AsyncIterator, Iterator
 
+from asgiref.sync import sync_to_async
 from django.http import FileResponse, Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -11,6 +13,7 @@ from rest_framework.views import APIView
 
 from controlplane.api import BadRequest, ETagMixin, etag_of
 from controlplane.schema import ErrorSerializer
+from controlplane.streams import served_async
 from workspaces.views import WorkspaceScopedMixin
 
 from . import selectors, services
@@ -160,7 +163,17 @@ class ArtifactFetchView(APIView):
 
     def get(self, request, token: str):
         snapshot = selectors.snapshot_for_fetch(token=token, client=request.META.get("REMOTE_ADDR", ""))
-        response = StreamingHttpResponse(selectors.snapshot_archive(snapshot=snapshot), content_type="application/gzip")
+        chunks = selectors.snapshot_archive(snapshot=snapshot)
+        # Under ASGI a plain iterator would be read whole into memory first: hand it over chunk by chunk instead.
+        chunks = _pulled(chunks) if served_async(request) else chunks
+        response = StreamingHttpResponse(chunks, content_type="application/gzip")
         response["Content-Disposition"] = f'attachment; filename="{snapshot.sha256}.tar.gz"'
         response["Cache-Control"] = "no-store"
         return response
+
+
+async def _pulled(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """A blocking iterator read in a worker thread, one chunk at a time (storage reads, no database)."""
+    pull = sync_to_async(next, thread_sensitive=False)
+    while (chunk := await pull(chunks, None)) is not None:
+        yield chunk

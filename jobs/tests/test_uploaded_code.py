@@ -261,3 +261,18 @@ def test_the_init_containers_script_fetches_and_unpacks_the_code_and_fails_on_a_
     failed = subprocess.run(["/bin/sh", "-c", script], env={"CODE_URL": refused_url, "PATH": "/usr/bin:/bin"},
                             capture_output=True, text=True, timeout=60)
     assert failed.returncode != 0  # the pod's init step fails, so the main container never starts without its code
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_asgi_the_archive_is_streamed_chunk_by_chunk(snapshot):
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    async def fetched(path: str):
+        response = await AsyncClient().get(path)
+        return response, b"".join([chunk async for chunk in response.streaming_content])
+
+    response, body = async_to_sync(fetched)(f"/api/v1/artifacts/fetch/{delivery.fetch_token(snapshot)}/")
+
+    assert response.status_code == 200 and response.is_async
+    assert "helpers/greet.py" in members(body)

@@ -1,11 +1,13 @@
 """Read paths for artifacts (a blob's state, its bytes, snapshots) and asset versions."""
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
+from controlplane.api import BadRequest
 from workspaces.models import Workspace
 
-from . import storage
+from . import delivery, storage
 from .models import AssetVersion, Blob, BlobUpload, Snapshot
 from .specs.references import LATEST
 
@@ -65,3 +67,33 @@ def asset_version_counts(*, record_type: type[AssetVersion], workspace: Workspac
     """How many versions (archived ones too) each name has: one query."""
     rows = record_type.objects.filter(workspace=workspace).values("name").annotate(count=Count("id"))
     return {row["name"]: row["count"] for row in rows}
+
+
+class FetchRefused(BadRequest):
+    """A 403: the fetch token is forged, expired, or names a snapshot no longer stored."""
+
+    status_code = 403
+
+
+def snapshot_exists(*, workspace: Workspace, reference: str) -> bool:
+    """Whether `azureml://uploads/<sha256>` names one of the workspace's snapshots."""
+    return delivery.snapshot_named(workspace, reference) is not None
+
+
+def snapshot_files(*, workspace: Workspace, reference: str) -> set[str] | None:
+    """The file paths of the workspace's snapshot `azureml://uploads/<sha256>` names; None when it has none such."""
+    snapshot = delivery.snapshot_named(workspace, reference)
+    return None if snapshot is None else {row[0] for row in snapshot.files}
+
+
+def snapshot_for_fetch(*, token: str, client: str) -> Snapshot:
+    """The one snapshot a signed fetch token names (logged); 403 in the error shape otherwise."""
+    try:
+        return delivery.snapshot_for_token(token, client)
+    except delivery.DeliveryRefused as exc:
+        raise FetchRefused(str(exc), code="FetchRefused") from None
+
+
+def snapshot_archive(*, snapshot: Snapshot) -> Iterator[bytes]:
+    """The snapshot's files as a deterministic .tar.gz, produced as it is read."""
+    return delivery.archive_stream(snapshot)

@@ -1,4 +1,4 @@
-from django.urls import re_path
+from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from . import views
@@ -26,4 +26,5 @@ urlpatterns = [
     *asset_routes("environments", views.EnvironmentViewSet, "environment"),
     *asset_routes("models", views.ModelViewSet, "model"),
     *asset_routes("data", views.DataViewSet, "data"),
+    path("artifacts/fetch/<str:token>/", views.ArtifactFetchView.as_view(), name="artifact-fetch"),
 ]

@@ -1,15 +1,20 @@
 """Artifacts API: blob uploads in chunks (resumable), blob downloads, snapshots from a manifest, uploads of a .tar.gz;
 and asset versions (API.md): environments, models and data — list, register from Azure ML YAML, show, archive."""
 import io
+from collections.abc import AsyncIterator, Iterator
 
-from django.http import FileResponse, Http404
+from asgiref.sync import sync_to_async
+from django.http import FileResponse, Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from controlplane.api import BadRequest, ETagMixin, etag_of
 from controlplane.schema import ErrorSerializer
+from controlplane.streams import served_async
 from workspaces.views import WorkspaceScopedMixin
 
 from . import registry, selectors, services
@@ -256,3 +261,28 @@ class DataViewSet(AssetViewSet):
     record_type = Data
     serializer_class = DataSerializer
     create_service = staticmethod(registry.data_create)
+
+
+@extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, 403: ErrorSerializer}, auth=[])
+class ArtifactFetchView(APIView):
+    """One snapshot as a .tar.gz for a pod's init container: the signed token in the path is the only authorisation."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get(self, request, token: str):
+        snapshot = selectors.snapshot_for_fetch(token=token, client=request.META.get("REMOTE_ADDR", ""))
+        chunks = selectors.snapshot_archive(snapshot=snapshot)
+        # Under ASGI a plain iterator would be read whole into memory first: hand it over chunk by chunk instead.
+        chunks = _pulled(chunks) if served_async(request) else chunks
+        response = StreamingHttpResponse(chunks, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{snapshot.sha256}.tar.gz"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+async def _pulled(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """A blocking iterator read in a worker thread, one chunk at a time (storage reads, no database)."""
+    pull = sync_to_async(next, thread_sensitive=False)
+    while (chunk := await pull(chunks, None)) is not None:
+        yield chunk

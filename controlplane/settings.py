@@ -333,6 +333,11 @@ DOCKYARD_SNAPSHOT_MAX_BYTES = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_BYTES", 
 DOCKYARD_SNAPSHOT_MAX_FILES = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_FILES", "10000"))
 DOCKYARD_SNAPSHOT_MAX_DEPTH = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_DEPTH", "32"))
 DOCKYARD_SNAPSHOT_MAX_PATH_CHARS = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_PATH_CHARS", "1024"))
+# Pods fetch uploaded code with a signed URL naming one snapshot (GET /api/v1/artifacts/fetch/<token>/): how long one
+# stays good, where the cluster reaches Dockyard, and the small public image whose wget and tar fetch it.
+DOCKYARD_ARTIFACT_URL_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_URL_SECONDS", "3600"))
+DOCKYARD_EXTERNAL_URL = os.environ.get("DOCKYARD_EXTERNAL_URL", "http://127.0.0.1:8000")
+DOCKYARD_FETCH_IMAGE = os.environ.get("DOCKYARD_FETCH_IMAGE", "busybox:1.37.0")
 
 # Logging: one line per record to stderr; request bodies are never logged.
 LOGGING = {

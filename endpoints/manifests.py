@@ -1,4 +1,6 @@
 """Deployments and endpoints → apps/v1 Deployment, Service, HPA and Gateway API HTTPRoute as plain dicts (pure)."""
+from assets.specs.pods import fetch_init_container
+from assets.specs.snapshots import upload_sha256
 from controlplane.kube.objects import labels, object_name
 
 SERVER_PORT = 5001  # azureml-inference-server-http's default port
@@ -6,6 +8,13 @@ CONTAINER = "inference-server"
 CODE_ROOT = "/var/azureml-app"
 HTTPROUTE_API = "gateway.networking.k8s.io/v1"
 HTTPROUTE_CRD = "httproutes.gateway.networking.k8s.io"
+# Uploaded code: fetched by an init container into an emptyDir the server reads it from; the URL is in a Secret that
+# reconcile renews, so pods started later (restarts, scale-ups) still get a live URL and the pod template never changes.
+CODE_DIR = "/var/azureml-app/code"
+CODE_VOLUME = "code"
+CODE_CONTAINER = "fetch-code"
+CODE_URL_KEY = "url"
+EXPIRES_ANNOTATION = "dockyard.dev/url-expires"
 
 
 def deployment_object_name(workspace: str, endpoint: str, deployment: str) -> str:
@@ -29,8 +38,9 @@ def _probe(settings: dict) -> dict:
 def _environment(spec: dict) -> list[dict]:
     """The server's variables (scoring script, model folder, workers) then the user's."""
     code = spec.get("code_configuration") or {}
+    folder = (CODE_DIR if upload_sha256(code["code"]) else code["code"].rstrip("/")) if code else ""
     env = {
-        "AZUREML_ENTRY_SCRIPT": f"{code['code'].rstrip('/')}/{code['scoring_script']}" if code else "",
+        "AZUREML_ENTRY_SCRIPT": f"{folder}/{code['scoring_script']}" if code else "",
         "AZUREML_MODEL_DIR": spec["model"]["path"] if spec.get("model") else "",
         "WORKER_COUNT": str(spec["request_settings"]["max_concurrent_requests_per_instance"]),
         "SCORING_TIMEOUT_MS": str(spec["request_settings"]["request_timeout_ms"]),
@@ -39,8 +49,38 @@ def _environment(spec: dict) -> list[dict]:
     return [{"name": key, "value": value} for key, value in env.items() if value != ""]
 
 
+def code_secret_name(name: str) -> str:
+    """The Secret holding the deployment's code URL (deterministic, like the Deployment's name)."""
+    return object_name(f"{name}-code", f"{name}/code", limit=63)
+
+
+def code_secret_manifest(*, name: str, namespace: str, workspace: str, endpoint: str, deployment: str, url: str,
+                         expires: int) -> dict:
+    """The Secret with the signed URL of the deployment's uploaded code, and when that URL stops working."""
+    object_labels = labels("online-deployment", workspace=workspace, endpoint=endpoint, deployment=deployment)
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": code_secret_name(name), "namespace": namespace, "labels": object_labels,
+                     "annotations": {EXPIRES_ANNOTATION: str(expires)}},
+        "stringData": {CODE_URL_KEY: url},
+    }
+
+
+def _with_code(pod_spec: dict, spec: dict, name: str, image: str | None) -> dict:
+    """Uploaded code fetched before the server starts (its URL read from the deployment's Secret)."""
+    code = spec.get("code_configuration") or {}
+    if not code or not upload_sha256(code["code"]) or not image:
+        return pod_spec
+    pod_spec["initContainers"] = [fetch_init_container(
+        name=CODE_CONTAINER, volume=CODE_VOLUME, folder=CODE_DIR, url=None, image=image,
+        url_from_secret={"name": code_secret_name(name), "key": CODE_URL_KEY})]
+    pod_spec["volumes"] = [{"name": CODE_VOLUME, "emptyDir": {}}]
+    pod_spec["containers"][0]["volumeMounts"] = [{"name": CODE_VOLUME, "mountPath": CODE_DIR, "readOnly": True}]
+    return pod_spec
+
+
 def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str, endpoint: str,
-                        resources: dict, node_selector: dict, replicas: int | None) -> dict:
+                        resources: dict, node_selector: dict, replicas: int | None, fetch_image: str | None = None) -> dict:
     """The Deployment running the inference server with the deployment's resources, probes and selector.
 
     `replicas` None leaves the count to an HPA (the field is then not ours).
@@ -59,6 +99,7 @@ def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str
             "readinessProbe": _probe(spec["readiness_probe"]),
         }],
     }
+    _with_code(pod_spec, spec, name, fetch_image)
     if node_selector:
         pod_spec["nodeSelector"] = dict(node_selector)
     return {

@@ -1,10 +1,12 @@
 """Changes to online endpoints and deployments: the seed's rules, keys, traffic; reconcile runs after commit."""
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from django.db import transaction
 from django.utils import timezone
 
 from assets import services as assets
+from assets.selectors import snapshot_files
+from assets.specs.snapshots import upload_sha256
 from compute import capabilities, shapes
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
@@ -201,6 +203,7 @@ def _local_problems(spec: dict) -> list[tuple[str, str]]:
     if spec["scale_settings"]["type"] != "default":
         errors.append(("scale_settings.type", "A local deployment does not autoscale: use scale_settings.type default."))
     code = spec.get("code_configuration")
+    code = code if code and not upload_sha256(code["code"]) else None  # an upload was checked with the others
     model = spec.get("model")
     # The API and the worker may run in different folders: a relative path would mean two different places.
     for path, value in (("code_configuration.code", code and code["code"]), ("model.path", model and model["path"])):
@@ -226,6 +229,21 @@ def _local_problems(spec: dict) -> list[tuple[str, str]]:
     if model and not _host_has(Path(model["path"])):
         errors.append(("model.path", f"The model path {model['path']} does not exist on the Dockyard host."))
     return errors
+
+
+def _upload_problems(workspace: Workspace, spec: dict) -> list[tuple[str, str]]:
+    """Uploaded code must be this workspace's and hold the scoring script (other paths: the host's or the image's)."""
+    code = spec.get("code_configuration")
+    if not code or not upload_sha256(code["code"]):
+        return []
+    files = snapshot_files(workspace=workspace, reference=code["code"])
+    if files is None:
+        return [("code_configuration.code", f"{code['code']} is not an upload of workspace '{workspace.name}': upload "
+                                            "the folder first (POST uploads/; the CLI does it for you).")]
+    script = PurePosixPath(code["scoring_script"].replace("\\", "/")).as_posix()
+    if script not in files:
+        return [("code_configuration.scoring_script", f"There is no {code['scoring_script']} in the uploaded code.")]
+    return []
 
 
 def _with_model_type(body: object) -> object:
@@ -274,7 +292,7 @@ def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, s
         raise _invalid(exc.errors, "InvalidDeployment") from None
     _resolve_environment(endpoint, spec)
     local = endpoint.compute is None
-    errors = target_errors(spec, local)
+    errors = target_errors(spec, local) + _upload_problems(endpoint.workspace, spec)
     if local:
         errors = errors or _local_problems(spec)
         shape_name, resources = "", {}

@@ -15,6 +15,9 @@ from pathlib import Path, PurePosixPath
 import pathspec
 from django.conf import settings
 
+from assets import delivery
+from assets.specs.snapshots import upload_sha256
+
 from .spec import output_is_file
 
 WORKDIR, OUTPUTS, OWNER = "workdir", "outputs", "job"
@@ -71,7 +74,9 @@ def prepare_workdir(job, workdir: Path) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
     copied = ""
     code = job.spec.get("code")
-    if code:
+    if code and upload_sha256(code):
+        copied = _materialise_upload(job, code, workdir)
+    elif code:
         files, size, skipped = copy_code(Path(os.path.realpath(code)), workdir)
         copied = f"Copied {files} files ({size} bytes) of {code}" + (f", skipped {skipped} links or special files" if skipped else "")
     outputs = workdir / OUTPUTS
@@ -82,6 +87,19 @@ def prepare_workdir(job, workdir: Path) -> str:
         if not output_is_file(job.spec, name):
             (outputs / name).mkdir(parents=True, exist_ok=True)
     return copied
+
+
+def _materialise_upload(job, code: str, workdir: Path) -> str:
+    """The uploaded snapshot written out as the working folder (files from artifact storage, modes kept)."""
+    snapshot = delivery.snapshot_named(job.workspace, code)
+    if snapshot is None:
+        raise FileRefused(f"The uploaded code {code} is no longer stored in workspace '{job.workspace.name}'.")
+    try:
+        written = delivery.materialise(snapshot, workdir, settings.DOCKYARD_JOB_CODE_MAX_FILES,
+                                       settings.DOCKYARD_JOB_CODE_MAX_BYTES)
+    except delivery.DeliveryRefused as exc:
+        raise FileRefused(str(exc)) from None
+    return f"Copied {written.files} files ({written.size} bytes) of the uploaded code {code}"
 
 
 @dataclass

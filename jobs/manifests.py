@@ -1,4 +1,5 @@
 """Job records → batch/v1 Job (+ headless Service for distributed jobs) as plain dicts (pure)."""
+from assets.specs.pods import fetch_init_container
 from controlplane.kube.objects import labels, object_name
 from controlplane.kube.resources import Shape
 
@@ -8,6 +9,22 @@ RENDEZVOUS_PORT = 29500
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 NAME_LIMIT = 52  # Indexed pods are named <job>-<index>-<suffix> and get the hostname <job>-<index> (≤ 63)
 CONTAINER = "main"
+CODE_CONTAINER = "fetch-code"
+CODE_VOLUME = "code"
+CODE_DIR = "/var/dockyard/code"  # the job's working directory: its uploaded code, fetched by the init container
+
+
+def _with_code(pod_spec: dict, code: dict | None) -> dict:
+    """The pod with its code fetched into an emptyDir that the main container runs in (code: {url, image})."""
+    if not code:
+        return pod_spec
+    pod_spec["initContainers"] = [fetch_init_container(name=CODE_CONTAINER, volume=CODE_VOLUME, folder=CODE_DIR,
+                                                       url=code["url"], image=code["image"])]
+    pod_spec["volumes"].append({"name": CODE_VOLUME, "emptyDir": {}})
+    main = pod_spec["containers"][0]
+    main["workingDir"] = CODE_DIR
+    main["volumeMounts"].append({"name": CODE_VOLUME, "mountPath": CODE_DIR})
+    return pod_spec
 
 
 def kube_job_name(workspace: str, name: str) -> str:
@@ -70,8 +87,8 @@ def _container(spec: dict, job_name: str, shape: Shape) -> dict:
     }
 
 
-def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: Shape) -> dict:
-    """The batch/v1 Job: one pod per node, never restarted, shaped by the instance type on the job's compute."""
+def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: Shape, code: dict | None = None) -> dict:
+    """The batch/v1 Job: one pod per node, never restarted, shaped by the instance type; its code fetched first."""
     object_labels = labels("job", workspace=workspace, job=job_name)
     nodes = spec["resources"]["instance_count"]
     distributed = bool(spec.get("distribution")) or nodes > 1
@@ -81,6 +98,7 @@ def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, s
         "containers": [_container(spec, job_name, shape)],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_quantity(spec["resources"]["shm_size"])}}],
     }
+    _with_code(pod_spec, code)
     if shape.selector:
         pod_spec["nodeSelector"] = shape.selector
     if distributed:
@@ -115,9 +133,10 @@ def service_manifest(*, job_name: str, namespace: str, workspace: str) -> dict:
     }
 
 
-def job_manifests(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: Shape) -> list[dict]:
+def job_manifests(*, spec: dict, job_name: str, namespace: str, workspace: str, shape: Shape,
+                  code: dict | None = None) -> list[dict]:
     """Everything a job needs in the cluster, Service first so rank 0's name resolves when the pods start."""
-    job = job_manifest(spec=spec, job_name=job_name, namespace=namespace, workspace=workspace, shape=shape)
+    job = job_manifest(spec=spec, job_name=job_name, namespace=namespace, workspace=workspace, shape=shape, code=code)
     if "completionMode" in job["spec"]:
         return [service_manifest(job_name=job_name, namespace=namespace, workspace=workspace), job]
     return [job]

@@ -5,6 +5,8 @@ from pathlib import Path
 from django.db import transaction
 
 from assets import services as assets
+from assets.selectors import snapshot_exists
+from assets.specs.snapshots import upload_sha256
 from compute import capabilities
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
@@ -57,7 +59,7 @@ def _resolve_local(workspace: Workspace, spec: dict) -> tuple[str, None, str]:
         venv and sandbox.venv_binds(venv)  # said now, not when the worker starts it (it checks again then)
     except sandbox.Refused as exc:
         errors.append(("environment.venv", str(exc)))
-    errors += _code_problems(spec.get("code"))
+    errors += _code_problems(workspace, spec.get("code"))
     if errors:
         raise _invalid(errors)
     return Target.LOCAL, None, ""
@@ -81,10 +83,20 @@ def _local_only_fields(spec: dict) -> list[tuple[str, str]]:
     return errors
 
 
-def _code_problems(code: str | None) -> list[tuple[str, str]]:
-    """A local job's code folder is on this host, under a folder the server shares (DOCKYARD_LOCAL_PATHS)."""
+def _upload_problems(workspace: Workspace, code: str) -> list[tuple[str, str]]:
+    """An uploaded code folder must be one of this workspace's (nothing of another workspace is reachable by hash)."""
+    if snapshot_exists(workspace=workspace, reference=code):
+        return []
+    return [("code", f"{code} is not an upload of workspace '{workspace.name}': upload the folder first "
+                     "(POST uploads/; the CLI does it for `code: ./src`).")]
+
+
+def _code_problems(workspace: Workspace, code: str | None) -> list[tuple[str, str]]:
+    """A local job's code: an upload of this workspace, or a folder on this host the server shares (DOCKYARD_LOCAL_PATHS)."""
     if not code:
         return []
+    if upload_sha256(code):
+        return _upload_problems(workspace, code)
     if not Path(code).is_absolute():  # the API and the worker may run in different folders
         return [("code", f"Give the code folder as an absolute path on the Dockyard host (not {code!r}); the CLI "
                          "resolves a relative one against the YAML file's folder.")]
@@ -110,7 +122,7 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
     if compute.type != ComputeType.KUBERNETES:
         raise _invalid([("compute", f"Dockyard runs command jobs on kubernetes computes and on local; '{name}' is a "
                                     f"{compute.type} record without a backend here yet.")])
-    _check_container_job(spec)
+    _check_container_job(workspace, spec)
     wanted = spec["resources"].get("instance_type")
     if wanted and instance_type_shape(compute=compute, name=wanted) is None:
         known = ", ".join(row["name"] for row in instance_type_list(compute=compute))
@@ -118,17 +130,19 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
     return Target.KUBERNETES, compute, wanted or "defaultinstancetype"
 
 
-def _check_container_job(spec: dict) -> None:
+def _check_container_job(workspace: Workspace, spec: dict) -> None:
     errors = []
     environment = spec.get("environment") or {}
     if not environment.get("image"):
         errors.append(("environment.image", "A job on Kubernetes runs in a container: environment.image is required."))
     if "venv" in environment:
         errors.append(("environment.venv", "environment.venv applies to local jobs only."))
-    if spec.get("code"):
-        errors.append(("code", "Code folders are not shipped to Kubernetes yet: the job's command would not find them. "
-                               "Put the code in the image (environment.image) and leave code out, or run the job on "
-                               "compute: local."))
+    code = spec.get("code")
+    if code and upload_sha256(code):
+        errors += _upload_problems(workspace, code)
+    elif code:
+        errors.append(("code", "A folder on the Dockyard host is not shipped to Kubernetes: upload it (the CLI uploads "
+                               "`code: ./src` and sends azureml://uploads/<sha256>), or put the code in the image."))
     if spec.get("outputs"):
         errors.append(("outputs", "Outputs of Kubernetes jobs are not kept yet (a pod's files go with it): leave outputs "
                                   "out and save results from the command, or run the job on compute: local, whose "
@@ -163,7 +177,7 @@ def _placement(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget | N
         return _resolve_local(workspace, spec)
     if spec["compute"]:
         return _resolve_compute(workspace, spec)
-    _check_container_job(spec)
+    _check_container_job(workspace, spec)
     return Target.SERVERLESS, None, ""
 
 

@@ -10,6 +10,7 @@ import re
 from datetime import date
 
 from assets.specs.references import InvalidReference, parse_reference
+from assets.specs.snapshots import UPLOADS_PREFIX, upload_sha256
 from controlplane.specs import (
     SpecErrors,
     canonical_enum,
@@ -153,17 +154,23 @@ def _read_only_services(value: object) -> bool:
 
 
 def _code(value: object, errors: list) -> str | None:
-    """A folder of code (a path on the Dockyard host; the CLI resolves a relative one against the YAML's folder)."""
+    """An uploaded folder (`azureml://uploads/<sha256>`, what the CLI sends), or a folder on the Dockyard host."""
     if value is None or value == "":
         return None
     if not isinstance(value, str) or "\0" in value:
         errors.append(("code", "code must be the path of a folder."))
         return None
+    if value.startswith(UPLOADS_PREFIX):
+        if upload_sha256(value) is None:
+            errors.append(("code", f"An uploaded folder is named {UPLOADS_PREFIX}<sha256> (64 lowercase hex digits)."))
+            return None
+        return value
     if value.startswith("azureml:"):
         errors.append(("code", "Registered code assets (azureml:...) are not available here: give the path of a folder."))
         return None
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", value) or value.startswith("git+"):
-        errors.append(("code", "code must be a folder on the Dockyard host, not a URL: Dockyard does not download code."))
+        errors.append(("code", "code must be an uploaded folder (azureml://uploads/<sha256>: the CLI uploads `code: ./src` "
+                               "for you) or a folder on the Dockyard host, not a URL: Dockyard does not download code."))
         return None
     return value
 

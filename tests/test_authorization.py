@@ -9,6 +9,8 @@ Tokens and the catalogs belong to no workspace: any signed-in user. Staff alone 
 (DOCKYARD_WORKSPACE_CREATORS: anyone signed in, or staff only). Staff alone enable local compute for a workspace
 and attach a cluster `in_cluster` (with Dockyard's own service account).
 The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
+A pod's code fetch URL (`artifacts/fetch/<token>/`) is token-authorised: the signed token names one snapshot and its
+expiry, and is the only thing checked, whoever calls (every role alike: 200 with a good token, 403 with a bad one).
 """
 import io
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ def signed_in_staff(ok: int) -> dict:
 
 
 PUBLIC = {role: 200 for role in ROLES}
+TOKEN_AUTHORISED, TOKEN_REFUSED = {role: 200 for role in ROLES}, {role: 403 for role in ROLES}
 CODES = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}
 IN_CLUSTER = {"name": "here", "type": "kubernetes", "in_cluster": True}
 
@@ -118,6 +121,7 @@ class Endpoint:
     needs: tuple = field(default=())
     settings: dict = field(default_factory=dict)
     content_type: str | None = None  # a raw body (bytes) of this type instead of JSON
+    error_code: str | None = None  # the error's code when it is not the status's usual one
 
 
 ENDPOINTS = [
@@ -203,6 +207,9 @@ ENDPOINTS = [
     Endpoint("data-create", "post", f"{WS}/data/", use(201), {"name": "data", "path": HELLO_PATH}, ("assets",)),
     Endpoint("data-retrieve", "get", f"{WS}/data/data/versions/1/", read(), needs=("assets",)),
     Endpoint("data-archive", "delete", f"{WS}/data/data/versions/1/", use(204), needs=("assets",)),
+    Endpoint("artifact-fetch", "get", "/api/v1/artifacts/fetch/{fetch}/", TOKEN_AUTHORISED, needs=("artifacts",)),
+    Endpoint("artifact-fetch-forged", "get", "/api/v1/artifacts/fetch/eyJ3IjoxfQ:forged:signature/", TOKEN_REFUSED,
+             error_code="FetchRefused"),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
@@ -260,14 +267,22 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
     client = api_as(role)
     # the token to revoke belongs to the caller (anonymous tries the owner's)
     token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")
-    path = endpoint.path.format(token=token.pk)
+    path = endpoint.path.format(token=token.pk, fetch=_fetch_token(workspace) if "{fetch}" in endpoint.path else "")
     body = {"content_type": endpoint.content_type} if endpoint.content_type else {"format": "json"}
     response = getattr(client, endpoint.method)(path, endpoint.data, **body)
     status = endpoint.expected[role]
     if status >= 400:
-        assert_error(response, status, CODES[status])
+        assert_error(response, status, endpoint.error_code or CODES[status])
     else:
         assert response.status_code == status, response.content
+
+
+def _fetch_token(workspace) -> str:
+    """A pod's token for the `hello.txt` snapshot (artifacts())."""
+    from assets import delivery
+    from assets.models import Snapshot
+
+    return delivery.fetch_token(Snapshot.objects.get(workspace=workspace, sha256=HELLO_SNAPSHOT))
 
 
 @pytest.mark.parametrize("method, suffix, data", [

@@ -1,4 +1,6 @@
 """The number of SQL queries of a list is small and does not grow with the page size."""
+import io
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -191,3 +193,18 @@ def test_queries_do_not_grow_with_the_page(url, add_rows, most, owner_api, owner
     many, shown_many = queries_for_a_page()
     assert shown_many - shown_few == 55
     assert many == few, (few, many)
+
+
+def test_a_pods_code_fetch_takes_one_query_however_many_files(client, owner, workspace, django_assert_num_queries):
+    """The signed token is checked without the database; the snapshot's manifest is one row (its files are storage's)."""
+    from assets import delivery, services
+    from assets.tests.support import targz
+
+    files = {f"pkg/module_{index}.py": f"VALUE = {index}\n".encode() for index in range(200)}
+    snapshot, _ = services.upload_create(user=owner, workspace=workspace, body=io.BytesIO(targz(files)),
+                                         content_type="application/gzip")
+    path = "/api/v1/artifacts/fetch/" + delivery.fetch_token(snapshot) + "/"
+    with django_assert_num_queries(1):
+        response = client.get(path)
+        body = b"".join(response.streaming_content)
+    assert response.status_code == 200 and len(body) > 0

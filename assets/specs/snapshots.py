@@ -116,3 +116,14 @@ def canonical(entries: list[Entry]) -> bytes:
 def snapshot_id(entries: list[Entry]) -> str:
     """The sha256 of the canonical manifest: the same files, paths and modes give the same id."""
     return hashlib.sha256(canonical(entries)).hexdigest()
+
+
+UPLOADS_PREFIX = "azureml://uploads/"
+
+
+def upload_sha256(value: object) -> str | None:
+    """The snapshot's sha256 a reference `azureml://uploads/<sha256>` names, or None when it is not one."""
+    if not isinstance(value, str) or not value.startswith(UPLOADS_PREFIX):
+        return None
+    sha256 = value[len(UPLOADS_PREFIX):].rstrip("/")
+    return sha256 if is_sha256(sha256) else None

@@ -31,7 +31,7 @@ from ..resources.job import (
     status_filter,
     status_text,
     where_cell,
-    with_code_resolved,
+    with_code_uploaded,
 )
 
 LOG_PAGE = 1000
@@ -77,8 +77,8 @@ def create_job(state: State, source: str, name: str | None, assignments: tuple[s
     if name:
         document.body["name"] = name
     apply_assignments(document.body, list(assignments))
-    with_code_resolved(document)  # `code: src` is the folder next to the YAML file, as in Azure ML
     workspace, client = state.workspace, state.client()
+    with_code_uploaded(document, client, workspace)  # `code: src` is the folder next to the YAML file, as in Azure ML
     try:
         created = client.post_yaml(jobs_path(workspace), job_yaml(text, document.body)).body
     except ApiError as error:

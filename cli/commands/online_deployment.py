@@ -1,5 +1,6 @@
 """dockyard online-deployment create | update | show | list | delete | get-logs: the model servers behind an endpoint."""
 import copy
+from pathlib import Path
 
 import click
 
@@ -18,6 +19,7 @@ from ..resources.online_deployment import (
     deployments_path,
     instance_type_cell,
     ready_cell,
+    with_code_uploaded,
 )
 from ..resources.online_endpoint import endpoint_not_found_in_workspace, endpoints_path, refuse_other_kind
 
@@ -111,6 +113,7 @@ def create_deployment(state: State, source: str, name: str | None, endpoint: str
                            code="InvalidOption", exit_code=EXIT_USAGE)
     apply_assignments(body, list(assignments))
     workspace, client = state.workspace, state.client()
+    with_code_uploaded(body, document.base_dir, client, workspace)  # code_configuration.code next to the YAML file
     try:
         created = client.post_yaml(deployments_path(workspace, endpoint), job_yaml(text, body)).body
     except ApiError as error:
@@ -162,6 +165,8 @@ def update_deployment(state: State, name: str | None, endpoint: str | None, sour
     """
     name, endpoint, document = deployment_update_document(source, name, endpoint)
     workspace, client = state.workspace, state.client()
+    base_dir = Path.cwd() if source in (None, "-") else Path(source).expanduser().resolve().parent
+    with_code_uploaded(document, base_dir, client, workspace)
     label = label_of(endpoint, name)
     table = state.output == "table"
     for attempt in (1, 2):

@@ -1,7 +1,4 @@
 """Command jobs as the CLI knows them: statuses, table cells, log lines, how a job ended, comparing specs, apply."""
-import os
-import re
-from pathlib import Path
 
 import yaml
 
@@ -19,6 +16,7 @@ from .base import (
     read_if_exists,
 )
 from .compute import compute_name
+from .uploads import uploaded_field
 
 # Azure ML job types: Dockyard runs command jobs; the others are recognised to say so.
 JOB_TYPES = ("command", "pipeline", "sweep", "spark")
@@ -37,7 +35,6 @@ SPEC_FIELDS = (
 SERVER_DEFAULTS = {"experiment_name": "Default", "resources": {"instance_count": 1, "shm_size": "2g"}}
 # The API turns these mappings' values into strings.
 STRING_MAPS = ("tags", "environment_variables")
-URL_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|git\+|azureml:)")
 
 
 def jobs_path(workspace: str, name: str | None = None, action: str | None = None) -> str:
@@ -153,18 +150,12 @@ def display_changes(document: dict, current: dict) -> list[str]:
     return [key for key in DISPLAY_FIELDS if key in document and not same_field(key, document[key], current.get(key))]
 
 
-def with_code_resolved(document: Document) -> dict:
-    """A job's body with a relative `code:` folder made absolute against the YAML file's folder (Azure ML's rule).
-
-    The server takes only absolute paths (its working folder is not the user's); references (azureml:…) and URLs are
-    left for the server to judge.
-    """
+def with_code_uploaded(document: Document, client: ApiClient, workspace: str, dry_run: bool = False) -> dict:
+    """A job's body with its local `code:` folder (relative to the YAML file's folder, Azure ML's rule) uploaded and
+    named `azureml://uploads/<sha256>`; references (azureml:…) and URLs are left for the server to judge."""
     body = document.body
-    code = body.get("code") if isinstance(body, dict) else None
-    if not isinstance(code, str) or not code or URL_LIKE.match(code):
-        return body
-    path = Path(code).expanduser()
-    body["code"] = os.path.normpath(path if path.is_absolute() else document.base_dir / path)
+    if isinstance(body, dict) and "code" in body:
+        body["code"] = uploaded_field(client, workspace, document.base_dir, body["code"], dry_run)
     return body
 
 

@@ -1,6 +1,7 @@
 """Online deployments as the CLI knows them: their own fields, comparing them, table cells, paths, what a 404
 means, and apply (the endpoint must be there, or planned by the same dry run)."""
 import copy
+from pathlib import Path
 
 from ..client import ApiClient, path_of
 from ..documents import apply_assignments
@@ -19,6 +20,7 @@ from .base import (
     required_name,
 )
 from .online_endpoint import endpoint_not_found, endpoint_not_found_in_workspace, endpoints_path
+from .uploads import uploaded_field
 
 # A deployment's own fields, as `GET …/deployments/{d}/` shows them (after the API filled in its defaults).
 DEPLOYMENT_FIELDS = (
@@ -100,6 +102,15 @@ def deployment_patch(current: dict, document: dict, assignments: list[str]) -> d
     apply_assignments(desired, assignments)
     return {key: value for key, value in desired.items()
             if key not in DEPLOYMENT_FIELDS or not same_deployment_field(key, value, current.get(key))}
+
+
+def with_code_uploaded(body: object, base_dir: Path, client: ApiClient, workspace: str, dry_run: bool = False) -> object:
+    """The deployment's local `code_configuration.code` folder (relative to the YAML file's folder) uploaded and named
+    `azureml://uploads/<sha256>`."""
+    code = body.get("code_configuration") if isinstance(body, dict) else None
+    if isinstance(code, dict) and "code" in code:
+        code["code"] = uploaded_field(client, workspace, base_dir, code["code"], dry_run)
+    return body
 
 
 def apply_deployment(client: ApiClient, scope: Scope, body: dict, dry_run: bool) -> Outcome:

@@ -7,8 +7,9 @@ from .base import Outcome, Scope
 from .compute import COMPUTE_TYPES, apply_compute, compute_body
 from .instancetype import KINDS as INSTANCE_TYPE_KINDS
 from .instancetype import apply_instance_types, instance_type_api
-from .job import JOB_TYPES, apply_job, with_code_resolved
+from .job import JOB_TYPES, apply_job, with_code_uploaded
 from .online_deployment import apply_deployment
+from .online_deployment import with_code_uploaded as with_deployment_code_uploaded
 from .online_endpoint import apply_endpoint, online_kind
 from .workspace import apply_workspace
 
@@ -70,12 +71,14 @@ def apply_document(document: Document, client: ApiClient, scope: Scope, dry_run:
     if route == "instancetype":
         return apply_instance_types(instance_type_api(client, scope), body, dry_run)
     if route == "job" and body.get("type") == "command":
-        return [apply_job(client, scope.workspace(), with_code_resolved(document), dry_run)]
+        body = with_code_uploaded(document, client, scope.workspace(), dry_run)
+        return [apply_job(client, scope.workspace(), body, dry_run)]
     if route == "job":
         raise NotSupportedYet(f"This is a {body.get('type')} job; Dockyard runs command jobs only (`type: command`).")
     if route == "online-endpoint":
         return [apply_endpoint(client, scope, body, dry_run)]
     if route == "online-deployment":
+        with_deployment_code_uploaded(body, document.base_dir, client, scope.workspace(), dry_run)
         return [apply_deployment(client, scope, body, dry_run)]
     asset = asset_kind(body)
     if asset is not None:

@@ -349,18 +349,6 @@ def test_download_never_writes_outside_the_output_dir(path, tmp_path):
         output_target(tmp_path, path)
 
 
-def test_create_resolves_code_against_the_yaml_files_folder(dockyard, workspace, tmp_path, settings, monkeypatch):
-    settings.DOCKYARD_LOCAL_PATHS = [tmp_path / "shared"]
-    (tmp_path / "shared" / "project" / "src").mkdir(parents=True)
-    path = write_yaml(tmp_path / "shared" / "project" / "job.yml", {**HELLO, "name": "coded", "code": "src"})
-    monkeypatch.chdir(REPO)  # not the YAML's folder: `code: src` is still the folder next to it
-
-    result = dockyard("job", "create", "-f", str(path))
-
-    assert result.exit_code == 0, result.stderr
-    assert Job.objects.get(name="coded").spec["code"] == str(tmp_path / "shared" / "project" / "src")
-
-
 # following a job
 
 

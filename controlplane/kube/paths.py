@@ -6,7 +6,7 @@ PLURALS = {
     "Deployment": "deployments", "CustomResourceDefinition": "customresourcedefinitions",
     "InstanceType": "instancetypes", "SelfSubjectAccessReview": "selfsubjectaccessreviews",
     "HTTPRoute": "httproutes", "HorizontalPodAutoscaler": "horizontalpodautoscalers",
-    "StatefulSet": "statefulsets", "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StatefulSet": "statefulsets", "PersistentVolumeClaim": "persistentvolumeclaims", "Secret": "secrets",
 }
 
 

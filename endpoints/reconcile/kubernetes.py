@@ -1,6 +1,10 @@
 """Kubernetes deployments (Deployment + Service + HPA) and the endpoint's HTTPRoute; status from the rollout."""
+import time
+
 from django.conf import settings
 
+from assets import delivery
+from assets.specs.snapshots import upload_sha256
 from compute.connections import connection_for
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
@@ -8,8 +12,11 @@ from controlplane.kube.pods import pending_reason
 from controlplane.reconciling import ProvisioningState, problem, record_status
 
 from ..manifests import (
+    EXPIRES_ANNOTATION,
     HTTPROUTE_API,
     HTTPROUTE_CRD,
+    code_secret_manifest,
+    code_secret_name,
     deployment_manifest,
     deployment_object_name,
     endpoint_object_name,
@@ -42,11 +49,34 @@ def render(deployment: OnlineDeployment) -> list[dict]:
     manifests = [
         service_manifest(**common, deployment=deployment.name),
         deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources,
-                            node_selector=shape.selector if shape else {}, replicas=replicas),
+                            node_selector=shape.selector if shape else {}, replicas=replicas,
+                            fetch_image=settings.DOCKYARD_FETCH_IMAGE),
     ]
     if scale["type"] == "target_utilization":
         manifests.append(hpa_manifest(**common, deployment=deployment.name, scale=scale))
     return manifests
+
+
+def _renew_code_url(conn, deployment: OnlineDeployment) -> None:
+    """Keep a live fetch URL in the code Secret: a new one once half of the current one's lifetime has passed (the
+    resync looks at every deployment each minute), so a pod started at any time can fetch the code."""
+    code = deployment.spec.get("code_configuration") or {}
+    if not code or not upload_sha256(code["code"]):
+        return
+    namespace, name = _names(deployment)
+    live = kube.get(conn, "v1", "Secret", code_secret_name(name), namespace)
+    expires = ((live or {}).get("metadata", {}).get("annotations") or {}).get(EXPIRES_ANNOTATION, "")
+    lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS
+    if expires.isdigit() and int(expires) - time.time() > lifetime / 2:
+        return
+    snapshot = delivery.snapshot_named(deployment.endpoint.workspace, code["code"])
+    if snapshot is None:
+        raise delivery.DeliveryRefused(f"The uploaded code {code['code']} is no longer stored in the workspace.")
+    endpoint = deployment.endpoint
+    url = delivery.fetch_url(snapshot, lifetime, purpose=f"deployment {endpoint.name}/{deployment.name}")
+    kube.apply(conn, code_secret_manifest(name=name, namespace=namespace, workspace=endpoint.workspace.name,
+                                          endpoint=endpoint.name, deployment=deployment.name, url=url,
+                                          expires=int(time.time()) + lifetime))
 
 
 def delete_kube_deployment(deployment: OnlineDeployment) -> bool:
@@ -56,6 +86,7 @@ def delete_kube_deployment(deployment: OnlineDeployment) -> bool:
     kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
     kube.delete(conn, "apps/v1", "Deployment", name, namespace)
     kube.delete(conn, "v1", "Service", name, namespace)
+    kube.delete(conn, "v1", "Secret", code_secret_name(name), namespace)
     return kube.get(conn, "apps/v1", "Deployment", name, namespace) is None
 
 
@@ -68,7 +99,11 @@ def reconcile_kube_deployment(deployment: OnlineDeployment) -> float | None:
         namespace, name = _names(deployment)
         kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
     try:
+        _renew_code_url(conn, deployment)
         live = [kube.apply(conn, manifest) for manifest in manifests]
+    except delivery.DeliveryRefused as exc:
+        record_status(deployment, ProvisioningState.FAILED, [problem("CodeMissing", str(exc))], manifests=manifests)
+        return None
     except kube.KubeRejected as exc:
         record_status(deployment, ProvisioningState.FAILED, [problem("Rejected", f"The cluster refused the deployment: {exc}")], manifests=manifests)
         return None

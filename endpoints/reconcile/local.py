@@ -14,6 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from assets import delivery
+from assets.specs.snapshots import upload_sha256
 from compute.runners import local as runner
 from compute.runners import sandbox, unix_http
 from controlplane.reconciling import ProvisioningState, problem, record_status
@@ -35,6 +37,7 @@ SERVER_DIR, INSIDE, SOCKET = "server", Path("/run/dockyard"), "server.sock"
 # name. The inference server reads it so: a folder not ending in a version it lists as <name>/<version> folders, and a
 # model folder (or file) there made it log a NotADirectoryError at every start.
 MODEL_DIR = Path("/var/azureml-app/azureml-models/model/1")
+CODE_INSIDE = Path("/var/azureml-app/code")  # where uploaded code is shown to the server (read-only)
 
 
 def folder_of(deployment: OnlineDeployment) -> Path:
@@ -65,7 +68,12 @@ def _paths(deployment: OnlineDeployment) -> tuple[list[sandbox.Bind], dict[str, 
     """Read-only binds of the code and model (only from DOCKYARD_LOCAL_PATHS), their variables, the code folder."""
     spec, binds, env, code_folder = deployment.spec, [], {}, None
     code = spec.get("code_configuration")
-    if code:
+    if code and upload_sha256(code["code"]):
+        bind = sandbox.Bind(_uploaded_code(deployment, code["code"]), CODE_INSIDE)
+        binds.append(bind)
+        code_folder = bind.inside
+        env["AZUREML_ENTRY_SCRIPT"] = str(code_folder / code["scoring_script"])
+    elif code:
         bind = sandbox.local_path_bind(code["code"], "code folder")
         binds.append(bind)
         code_folder = bind.inside
@@ -75,6 +83,26 @@ def _paths(deployment: OnlineDeployment) -> tuple[list[sandbox.Bind], dict[str, 
         binds.append(sandbox.Bind(bind.source, MODEL_DIR / Path(spec["model"]["path"]).name))
         env["AZUREML_MODEL_DIR"] = str(MODEL_DIR)
     return binds, env, code_folder
+
+
+def _uploaded_code(deployment: OnlineDeployment, reference: str) -> Path:
+    """The uploaded code written out once under the deployment's folder (a folder per snapshot), shown read-only."""
+    sha256 = upload_sha256(reference)
+    folder = folder_of(deployment) / "code" / sha256
+    if folder.is_dir():
+        return folder
+    snapshot = delivery.snapshot_named(deployment.endpoint.workspace, reference)
+    if snapshot is None:
+        raise sandbox.Refused(f"The uploaded code {reference} is no longer stored in the workspace.")
+    partial = folder.with_name(f"{sha256}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(folder.parent, ignore_errors=True)  # an earlier version's code goes with the change
+    try:
+        delivery.materialise(snapshot, partial, settings.DOCKYARD_JOB_CODE_MAX_FILES, settings.DOCKYARD_JOB_CODE_MAX_BYTES)
+    except delivery.DeliveryRefused as exc:
+        raise sandbox.Refused(str(exc)) from None
+    partial.rename(folder)
+    return folder
 
 
 def _sandbox(deployment: OnlineDeployment, server: Path) -> tuple[sandbox.Sandbox, Path]:

@@ -2,9 +2,11 @@
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from assets import delivery
 from compute.connections import connection_for
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
@@ -38,12 +40,33 @@ def render(job: Job) -> list[dict] | None:
     if shape is None:
         return None
     return job_manifests(spec=job.spec, job_name=kube_job_name(job.workspace.name, job.name), namespace=_namespace(job),
-                         workspace=job.workspace.name, shape=shape)
+                         workspace=job.workspace.name, shape=shape, code=_code(job))
+
+
+def _code(job: Job) -> dict | None:
+    """The signed URL the pod fetches its uploaded code from: issued once per job, so a retried submit applies the
+    same Job (its pod template cannot change)."""
+    code = job.spec.get("code")
+    if not code:
+        return None
+    url = job.runner.get("code_url")
+    if not url:
+        snapshot = delivery.snapshot_named(job.workspace, code)
+        if snapshot is None:
+            raise delivery.DeliveryRefused(f"The uploaded code {code} is no longer stored in the workspace.")
+        url = delivery.fetch_url(snapshot, purpose=f"job {job.name}")
+        job.runner = {**job.runner, "code_url": url}
+        Job.objects.filter(pk=job.pk).update(runner=job.runner)
+    return {"url": url, "image": settings.DOCKYARD_FETCH_IMAGE}
 
 
 def submit_kubernetes(job: Job) -> None:
     """Create the job's objects with server-side apply (a retry applies the same objects: no second Job)."""
-    manifests = render(job)
+    try:
+        manifests = render(job)
+    except delivery.DeliveryRefused as exc:
+        save(job, transition(job, JobStatus.FAILED, str(exc)) + generation_seen(job))
+        return
     if manifests is None:
         reason = f"The instance type '{job.instance_type}' no longer exists on compute '{job.compute.name}'."
         save(job, transition(job, JobStatus.FAILED, reason) + generation_seen(job))
@@ -78,7 +101,8 @@ def _remove(conn: kube.Connection, manifests: list[dict]) -> None:
 def _remember(job: Job, manifests: list[dict], submitted: bool = False) -> list[str]:
     job.manifests = manifests
     job.runner = {"namespace": manifests[-1]["metadata"]["namespace"], "job": manifests[-1]["metadata"]["name"],
-                  "submitted": submitted, "pods": job.runner.get("pods", {})}
+                  "submitted": submitted, "pods": job.runner.get("pods", {}),
+                  **({"code_url": job.runner["code_url"]} if job.runner.get("code_url") else {})}
     return ["manifests", "runner"]
 
 

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from assets.specs.snapshots import upload_sha256
 from compute.runners import local as runner
 from compute.runners import sandbox
 from workspaces.access import local_compute_refusal
@@ -80,7 +81,8 @@ def _start(job: Job) -> float | None:
     if process is None:
         try:
             code = job.spec.get("code")
-            code and sandbox.local_path_bind(code, "code folder")  # still shared now? (checked when posted too)
+            if code and not upload_sha256(code):
+                sandbox.local_path_bind(code, "code folder")  # still shared now? (checked when posted too)
             copied = prepare_workdir(job, workdir)
             process = runner.spawn(render_command(job.spec), folder, workdir, {}, _sandbox(job, workdir))
         except (OSError, sandbox.Refused, FileRefused) as exc:

@@ -2,6 +2,7 @@
 import pytest
 
 from assets import registry
+from controlplane.kube.resources import Shape
 from jobs.manifests import job_manifest
 from jobs.models import Job
 from jobs.tests.support import k8s  # noqa: F401 (a fixture: the attached compute `k8s`)
@@ -56,8 +57,7 @@ def test_latest_skips_archived_versions_and_an_explicit_version_still_runs(owner
 def test_the_rendered_pod_runs_the_resolved_image(owner_api, k8s, environments):  # noqa: F811
     submit(owner_api, "azureml:train-env:1")
     job = Job.objects.get()
-    manifest = job_manifest(spec=job.spec, job_name="j", namespace="ml", workspace="team-a",
-                            shape={"requests": {}, "limits": {}, "gpu": 0}, node_selector={})
+    manifest = job_manifest(spec=job.spec, job_name="j", namespace="ml", workspace="team-a", shape=Shape("default"))
     assert manifest["spec"]["template"]["spec"]["containers"][0]["image"] == "team/train:1"
 
 

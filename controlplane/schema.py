@@ -30,6 +30,7 @@ ERROR_DESCRIPTIONS = {
     404: "No such resource, or not a member of its workspace.",
     409: "The name is taken, or the resource's state does not allow this.",
     412: "If-Match does not match the resource's current ETag.",
+    415: "The body's media type is not one this operation reads.",
     429: "Rate-limited; retry after Retry-After seconds.",
 }
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -72,6 +73,8 @@ class AutoSchema(SpectacularAutoSchema):
         has_query = bool(self._get_filter_parameters()) or bool(self.get_override_parameters())
         if self.method in UNSAFE_METHODS:
             codes |= {400, 403, 409}
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes.add(415)  # a body in a media type none of the view's parsers reads (DRF's UnsupportedMediaType)
         elif has_query or "{compute_name}" in self.path or isinstance(self._paginator_of_view(), CursorPagination):
             # a bad filter or cursor, or asking a compute for what its type cannot do (UnsupportedComputeType)
             codes.add(400)

@@ -2,6 +2,7 @@
 from django.conf import settings
 from django.db import models
 
+from assets.models import Snapshot
 from compute.models import ComputeTarget
 from controlplane.text import StoredCharField, StoredTextField
 from workspaces.models import Workspace
@@ -28,6 +29,14 @@ class Job(models.Model):
     # SET_NULL: a finished job outlives its compute (compute_name keeps the name); active jobs block the delete.
     compute = models.ForeignKey(ComputeTarget, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
     instance_type = models.CharField(max_length=253, blank=True)
+    # Data inputs resolved at submit, by input name: what the runner fetches before the command starts. One of
+    #   {"snapshot": <sha256>, "file": <path in it> | None}  a workspace snapshot (uploaded, a Data/Model asset, a
+    #                                                        job's output); `file` names the one file of a uri_file
+    #   {"url": "https://...", "file": <basename>}           a single file fetched from the URL
+    # Inputs given to the command as written (literals, mode direct, local paths on the host) are not listed.
+    resolved_inputs = models.JSONField(default=dict, blank=True)
+    # The job's outputs (./outputs and declared outputs/<name>) collected into storage when it ended.
+    outputs_snapshot = models.ForeignKey(Snapshot, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.NOT_STARTED)
     status_reason = StoredTextField(blank=True)  # may quote the cluster or the process: any character is stored

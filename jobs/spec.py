@@ -449,11 +449,23 @@ def input_text(value: object) -> str:
     return scalar_text(value) if not isinstance(value, dict) else _input_value(value) or ""
 
 
-def render_command(spec: dict, outputs_dir: str = "outputs") -> str:
-    """The command with `${{inputs.x}}` and `${{outputs.y}}` substituted (inputs literally, outputs as folders)."""
+def input_location(inputs_dir: str, name: str, resolved: dict) -> str:
+    """Where a fetched input lands: its own folder under `inputs_dir`, or the one file in it for a uri_file."""
+    folder = f"{inputs_dir}/{name}"
+    return f"{folder}/{resolved['file']}" if resolved.get("file") else folder
+
+
+def render_command(spec: dict, outputs_dir: str = "outputs", inputs_dir: str = "inputs",
+                   resolved: dict | None = None) -> str:
+    """The command with `${{inputs.x}}` and `${{outputs.y}}` substituted: fetched inputs (`resolved`, the job's
+    resolved_inputs) by where they land under `inputs_dir`, other inputs literally, outputs as folders."""
+    resolved = resolved or {}
+
     def substitute(match: re.Match) -> str:
         kind, _, name = match.group(1).partition(".")
         if kind == "inputs":
+            if name in resolved:
+                return input_location(inputs_dir, name, resolved[name])
             return input_text(spec.get("inputs", {})[name])
         return f"{outputs_dir}/{name}"
 

@@ -125,7 +125,7 @@ def create(request, ws, kind):
     context = assets_page(request, ws, kind)
     require(request.user, context["workspace"], "use")
     kind = context["kind"]
-    text, errors = "", []
+    text, errors = next_version_text(kind, context["workspace"], request.GET.get("from", "")), []
     if request.method == "POST":
         text, record, errors = submitted(request, context["workspace"], kind)
         if not errors:
@@ -135,6 +135,19 @@ def create(request, ws, kind):
     context.update(yaml_text=text, example=asset_forms.EXAMPLES[kind.noun], upload_limits=uploads.limits(),
                    files_field=files, yaml_errors=[row for row in errors if not (files and row["target"] == "path")])
     return render(request, "frontend/assets/create.html", context)
+
+
+def next_version_text(kind: Kind, workspace, name: str) -> str:
+    """The latest version's YAML without its version (and, for files, with its path to pick again): a new version's
+    starting point ("" when there is no such name)."""
+    if not is_name(name):
+        return ""
+    try:
+        record = selectors.asset_get(record_type=kind.record_type, workspace=workspace, name=name, version="latest")
+    except kind.record_type.DoesNotExist:
+        return ""
+    document = asset_forms.spec_document(kind.noun, {**record.spec, "version": None})
+    return as_yaml(document)
 
 
 def submitted(request, workspace, kind: Kind) -> tuple[str, AssetVersion | None, list[dict]]:

@@ -70,5 +70,5 @@ def _listing(listing, most: int) -> list[tuple[int, str]] | None:
             return None
         line = raw[:MAX_LISTING_LINE].decode("utf-8", errors="replace").rstrip("\r\n")
         size, _, path = line.partition("\t")
-        rows.append((int(size) if size.isdigit() else 0, path))
+        rows.append((int(size) if size.isascii() and size.isdigit() else 0, path))
     return rows

@@ -159,3 +159,20 @@ def test_the_form_offers_a_folder_and_an_archive(client_as, users):
     assert "webkitdirectory" in page and 'name="code_archive"' in page
     assert 'formenctype="multipart/form-data"' in page
     assert io  # (the form posts multipart only from its button: htmx previews never carry the archive)
+
+
+@pytest.mark.parametrize("raw, ignores, expected", [
+    (b"5\ta\x00b.py\n", "{}", "control characters"),
+    (b"5\t../up.py\n", "{}", "go up"),
+    (b"5\t/etc/passwd\n", "{}", "may not start at a root"),
+    (b"5\ta.py\n", "not json", "could not be read"),
+    ("²\ta.py\n".encode(), "{}", ""),  # a digit int() does not read
+    (b"5\ta.py\n", '{".amlignore": 3}', "could not be read"),
+    (b"5\t\xff\xfe.py\n", "{}", ""),  # read as U+FFFD: a name, not a crash
+    (b"x" * 100_000 + b"\n", "{}", ""),  # a line past the bound is cut, not held
+])
+def test_a_hostile_listing_is_answered_not_crashed_on(client_as, users, raw, ignores, expected):
+    response = client_as("contributor").post(PLAN, {"listing": SimpleUploadedFile("l.txt", raw), "ignores": ignores})
+    assert response.status_code == 200
+    problems = " ".join(response.json()["problems"])
+    assert expected in problems

@@ -136,6 +136,18 @@ def asset_archive(*, user, record: AssetVersion) -> AssetVersion:
     return record
 
 
+@transaction.atomic
+def asset_restore(*, user, record: AssetVersion) -> AssetVersion:
+    """Restore an archived version (Azure ML's `restore`): it is listed again and counts for @latest."""
+    if record.archived:
+        record.archived = False
+        record.save(update_fields=["archived", "updated_at"])
+        kind = next(kind for kind, record_type in RECORDS.items() if isinstance(record, record_type))
+        audit_record(actor=user, action=AuditAction.ACTION, verb="restore", target_type=kind, target_name=str(record),
+                     workspace=record.workspace)
+    return record
+
+
 # references
 
 

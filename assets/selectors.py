@@ -33,6 +33,17 @@ def snapshot_get(*, workspace: Workspace, sha256: str) -> Snapshot:
     return Snapshot.objects.annotate(created_by_name=F("created_by__username")).get(workspace=workspace, sha256=sha256)
 
 
+def snapshot_file_rows(*, workspace: Workspace, reference: str) -> list[dict] | None:
+    """The files of the workspace's snapshot `azureml://uploads/<sha256>` names, each with its size; None if none such."""
+    snapshot = delivery.snapshot_named(workspace, reference)
+    if snapshot is None:
+        return None
+    sizes = dict(Blob.objects.filter(workspace=workspace, sha256__in={row[1] for row in snapshot.files})
+                 .values_list("sha256", "size"))
+    return [{"path": path, "sha256": sha256, "mode": mode, "size": sizes.get(sha256)}
+            for path, sha256, mode in snapshot.files]
+
+
 def asset_list(*, record_type: type[AssetVersion], workspace: Workspace, name: str | None = None,
                archived: bool = False) -> QuerySet[AssetVersion]:
     """A workspace's asset versions: the latest of each name, or every version of `name` (archived ones apart)."""

@@ -43,7 +43,7 @@ class Missing(BadRequest):
 
 
 class UnsupportedArchive(BadRequest):
-    """A 415: uploads/ takes a .tar.gz only."""
+    """A 415: uploads/ takes a .tar.gz or a .zip only."""
 
     status_code = 415
 
@@ -233,15 +233,17 @@ def _snapshot_save(user, workspace: Workspace, entries: list[spec.Entry], sizes:
 
 
 def upload_create(*, user, workspace: Workspace, body: BinaryIO, content_type: str) -> tuple[Snapshot, bool]:
-    """A snapshot from a `.tar.gz` of the folder (API.md `uploads/`): every member checked before a byte is stored."""
-    if content_type.split(";")[0].strip().lower() not in ArchiveType.values:
-        raise UnsupportedArchive("uploads/ takes a .tar.gz body (Content-Type: application/gzip).",
-                                 code="UnsupportedMediaType")
+    """A snapshot from a `.tar.gz` or `.zip` of the folder (API.md `uploads/`): every member checked before a byte is stored."""
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type not in ArchiveType.values:
+        raise UnsupportedArchive("uploads/ takes a .tar.gz (Content-Type: application/gzip) or a .zip "
+                                 "(Content-Type: application/zip).", code="UnsupportedMediaType")
+    kind = archives.ZIP if media_type == ArchiveType.ZIP else archives.TAR_GZ
     limits = snapshot_limits()
     try:
         spooled, _, _ = storage.spool(body, settings.DOCKYARD_ARTIFACT_BODY_MAX_BYTES)
         with spooled:
-            archive = archives.read_archive(spooled, limits, settings.DOCKYARD_ARTIFACT_MAX_BYTES)
+            archive = archives.read_archive(spooled, limits, settings.DOCKYARD_ARTIFACT_MAX_BYTES, kind)
     except storage.TooLarge:
         raise BodyTooLarge(f"The archive is larger than {settings.DOCKYARD_ARTIFACT_BODY_MAX_BYTES} bytes.",
                            code="PayloadTooLarge") from None

@@ -147,11 +147,11 @@ class SnapshotViewSet(WorkspaceScopedMixin, ETagMixin, mixins.ListModelMixin, mi
 
 
 @extend_schema_view(
-    create=extend_schema(request={"application/gzip": OpenApiTypes.BINARY},
+    create=extend_schema(request={"application/gzip": OpenApiTypes.BINARY, "application/zip": OpenApiTypes.BINARY},
                          responses={200: UploadSerializer, 201: UploadSerializer, 415: ErrorSerializer, **TOO_LARGE}),
 )
 class UploadViewSet(WorkspaceScopedMixin, viewsets.GenericViewSet):
-    """A folder as one .tar.gz (API.md): stored as a snapshot; the same content answers 200 with the same path."""
+    """A folder as one .tar.gz or .zip (API.md): stored as a snapshot; the same content answers 200 with the same path."""
 
     serializer_class = UploadSerializer
     pagination_class = None

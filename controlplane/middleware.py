@@ -2,7 +2,7 @@
 import re
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 
 from controlplane.api import error_body
 
@@ -21,8 +21,14 @@ def body_limit(path: str) -> int:
     return settings.DOCKYARD_MAX_BODY_BYTES
 
 
+def studio_body_limit() -> int:
+    """A studio form may carry one upload (a folder packed by the browser, an archive) beside its fields."""
+    return settings.DOCKYARD_ARTIFACT_BODY_MAX_BYTES + settings.DOCKYARD_MAX_BODY_BYTES
+
+
 class BodyLimitMiddleware:
-    """An API body over its limit is refused with 413 in the error shape before anything reads it."""
+    """An API body over its limit is refused with 413 in the error shape before anything reads it; a studio post over
+    its own limit gets a plain 413 (the studio's upload fields check sizes before they send)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -32,6 +38,9 @@ class BodyLimitMiddleware:
             refused = self._refusal(request)
             if refused is not None:
                 return refused
+        elif _announced(request) > studio_body_limit():
+            return HttpResponse(f"The form is larger than {studio_body_limit()} bytes: send a smaller folder or archive.",
+                                status=413, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 
     def _refusal(self, request) -> JsonResponse | None:
@@ -44,6 +53,11 @@ class BodyLimitMiddleware:
         if length > limit:
             return JsonResponse(error_body(413, f"The request body is larger than {limit} bytes."), status=413)
         return None
+
+
+def _announced(request) -> int:
+    announced = request.META.get("CONTENT_LENGTH") or "0"
+    return int(announced) if announced.isdigit() else 0
 
 
 class ContentSecurityPolicyMiddleware:

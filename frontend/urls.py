@@ -1,7 +1,20 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import assets, clusters, compute, deployments, endpoints, home, instance_types, jobs, members, tokens, users
+from .views import (
+    assets,
+    clusters,
+    compute,
+    deployments,
+    endpoints,
+    home,
+    instance_types,
+    jobs,
+    members,
+    tokens,
+    uploads,
+    users,
+)
 
 app_name = "frontend"
 
@@ -52,6 +65,13 @@ workspace_urls = [
     path("endpoints/<str:name>/deployments/<str:deployment>/delete/", deployments.delete, name="deployment-delete"),
     path("endpoints/<str:name>/<str:section>/", endpoints.detail, name="endpoint-section"),
     path("assets/", assets.asset_list, name="assets"),
+    # Two-segment paths for registering, so that an asset may be called "new".
+    path("assets/<str:kind>/new/yaml/", assets.create, name="asset-create"),
+    path("assets/<str:kind>/<str:name>/", assets.versions, name="asset"),
+    path("assets/<str:kind>/<str:name>/versions/<str:version>/", assets.version, name="asset-version"),
+    path("assets/<str:kind>/<str:name>/versions/<str:version>/archive/", assets.archive, name="asset-archive"),
+    path("assets/<str:kind>/<str:name>/versions/<str:version>/restore/", assets.restore, name="asset-restore"),
+    path("uploads/plan/", uploads.plan, name="upload-plan"),
     path("members/", members.members, name="members"),
     path("members/<str:username>/role/", members.member_role, name="member-role"),
     path("members/<str:username>/remove/", members.member_remove, name="member-remove"),

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from assets.specs import snapshots as spec
-from assets.tests.support import sha, targz
+from assets.tests.support import sha, targz, zipped
 from compute.services import compute_create, instance_types_create
 from compute.tests.factories import body, create_compute
 from conftest import ROLES
@@ -194,6 +194,7 @@ ENDPOINTS = [
              ("artifacts",)),
     Endpoint("snapshot-retrieve", "get", f"{WS}/snapshots/{HELLO_SNAPSHOT}/", read(), needs=("artifacts",)),
     Endpoint("uploads-create", "post", f"{WS}/uploads/", use(201), targz({"new.txt": b"new"}), content_type="application/gzip"),
+    Endpoint("uploads-create-zip", "post", f"{WS}/uploads/", use(201), zipped({"new.txt": b"new"}), content_type="application/zip"),
     Endpoint("environments-list", "get", f"{WS}/environments/", read(), needs=("assets",)),
     Endpoint("environments-create", "post", f"{WS}/environments/", use(201), {**ENV, "version": "2"}, ("assets",)),
     Endpoint("environment-retrieve", "get", f"{WS}/environments/env/versions/1/", read(), needs=("assets",)),

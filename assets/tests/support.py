@@ -2,6 +2,7 @@
 import hashlib
 import io
 import tarfile
+import zipfile
 
 from assets.models import Blob, BlobPart, BlobUpload, Snapshot
 
@@ -57,3 +58,17 @@ def post_archive(api, body: bytes, content_type: str = "application/gzip", works
 
 def records() -> tuple[int, int, int, int]:
     return Blob.objects.count(), BlobUpload.objects.count(), BlobPart.objects.count(), Snapshot.objects.count()
+
+
+def zipped(files: dict[str, bytes], *, modes: dict[str, int] | None = None,
+           method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A .zip of `files` (path -> bytes); `modes` gives a member's Unix mode (type bits included) in its attributes."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as bundle:
+        for name, content in files.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            if modes and name in modes:
+                info.external_attr = modes[name] << 16
+            bundle.writestr(info, content)
+    return buffer.getvalue()

@@ -37,6 +37,10 @@ FIELDS = (
           help="Runs in a shell; ${{inputs.x}} references work when the YAML declares the inputs."),
     Field("compute", "Compute", "select", required=True,
           help="local: a process on the worker's host; serverless: Dockyard picks a Kubernetes compute that fits."),
+    Field("code", "Code", "upload",
+          help="A folder (its .amlignore, else .gitignore, says what stays behind), a .zip or a .tar.gz: stored once "
+               "as an upload and written out as the job's working folder. After an upload this holds its "
+               "azureml://uploads/<sha256>, which later jobs may name too."),
     Field("image", "Container image", help="Required on Kubernetes and serverless, e.g. python:3.11-slim; leave it empty for local (a local job runs on the host)."),
     Field("instance_type", "Instance type", "select"),
     Field("instance_count", "Instance count", "int", initial="1", help="Nodes (pods) the job runs on."),
@@ -79,6 +83,8 @@ def job_body(data) -> tuple[dict, list[dict]]:
     body.update({key: text[key] for key in ("name", "display_name", "experiment_name") if text[key]})
     # The command is kept as typed (minus a trailing newline): scripts care about their whitespace.
     body["command"] = (data.get("command") or "").replace("\r\n", "\n").rstrip("\n")
+    if text["code"]:
+        body["code"] = text["code"]
     compute = compute_of_choice(text["compute"])
     if compute:
         body["compute"] = compute
@@ -95,6 +101,21 @@ def job_body(data) -> tuple[dict, list[dict]]:
     if maps["tags"]:
         body["tags"] = maps["tags"]
     return body, problems
+
+
+def preview_body(data) -> dict:
+    """The body as the YAML preview shows it: a folder or archive picked but not sent yet is `code: ./<its name>`,
+    as the CLI's file would name it."""
+    body, _ = job_body(data)
+    picked = (data.get("code_name") or "").strip()
+    if "code" in body or not picked:
+        return body
+    shown = {}
+    for key, value in body.items():
+        shown[key] = value
+        if key == "command":  # where job_body puts `code` too
+            shown["code"] = f"./{picked}"
+    return shown
 
 
 def field_of(target: str) -> str:

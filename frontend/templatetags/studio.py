@@ -2,7 +2,9 @@
 import json
 
 from django import template
+from django.urls import reverse
 
+from assets.specs.references import InvalidReference, is_reference, parse_reference
 from compute.choices import ComputeType
 from controlplane.reconciling import ProvisioningState
 from jobs.choices import JobStatus, Target
@@ -149,3 +151,24 @@ def schedule_when(trigger: dict) -> str:
     if schedule.get("week_days"):
         text += " on " + ", ".join(schedule["week_days"])
     return text
+
+
+COLLECTIONS = {"environment": "environments", "model": "models", "data": "data"}
+
+
+@register.simple_tag
+def asset_url(workspace_name: str, value, kind: str) -> str:
+    """The studio page of the workspace's asset a reference names (`azureml:name:version` → that version,
+    `azureml:name@latest` → the name's versions); "" for anything else (curated, another registry or workspace)."""
+    if not is_reference(value):
+        return ""
+    try:
+        reference = parse_reference(value, kind)
+    except InvalidReference:
+        return ""
+    if reference.registry or reference.workspace not in (None, workspace_name) or reference.is_curated_name:
+        return ""
+    collection = COLLECTIONS[reference.kind or kind]
+    if reference.version:
+        return reverse("frontend:asset-version", args=[workspace_name, collection, reference.name, reference.version])
+    return reverse("frontend:asset", args=[workspace_name, collection, reference.name])

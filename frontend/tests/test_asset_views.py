@@ -1,4 +1,4 @@
-"""The studio's Assets page: the latest version of each environment, model and data, for every member (read-only)."""
+"""The studio's Assets page: the latest version of each environment, model and data, for every member (test_asset_pages.py has the rest)."""
 import io
 
 import pytest

@@ -76,7 +76,8 @@ def gpu_box(workspace, owner):
 # Access
 
 
-@pytest.mark.parametrize("path", ["/", "/tokens/", *WORKSPACE_PAGES, "/w/team-a/compute/new/amlcompute/"])
+@pytest.mark.parametrize("path", ["/", "/tokens/", *WORKSPACE_PAGES, "/w/team-a/compute/new/amlcompute/",
+                                  "/w/team-a/assets/models/new/yaml/", "/w/team-a/assets/models/m/versions/1/"])
 def test_pages_need_a_login(client, workspace, path):
     response = client.get(path)
     assert response.status_code == 302

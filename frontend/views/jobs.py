@@ -15,8 +15,10 @@ from jobs.models import Job
 from jobs.serializers import compute_reference
 
 from ..forms import jobs as job_form
+from ..forms import uploads
 from ..forms.yaml import as_yaml, manifests_yaml
 from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
+from .uploads import stored_upload
 
 JOBS_PER_PAGE = 25
 FILTERS = ("status", "compute", "experiment_name")
@@ -70,7 +72,7 @@ def render_form(request, context: dict, data, errors: list[dict]):
     """The form with its values, each error at its field (the rest on top) and the YAML it amounts to."""
     fields, stray = job_form.bind(context["workspace"], data, errors)
     body, _ = job_form.job_body(data)
-    context.update(mode="form", fields=fields, stray_errors=stray, yaml=as_yaml(body))
+    context.update(mode="form", fields=fields, stray_errors=stray, yaml=as_yaml(body), upload_limits=uploads.limits())
     return render(request, "frontend/jobs/form.html", context)
 
 
@@ -80,8 +82,9 @@ def create(request, ws):
     context = submit_page(request, ws)
     data, errors = job_form.initial_data(context["workspace"]), []
     if request.method == "POST":
-        data = request.POST
-        body, errors = job_form.job_body(request.POST)
+        data, errors = with_uploaded_code(request, context["workspace"])
+        body, problems = job_form.job_body(data)
+        errors += problems
         if not errors:
             try:
                 job = services.job_create(user=request.user, workspace=context["workspace"], data=body)
@@ -91,6 +94,19 @@ def create(request, ws):
                 messages.success(request, f"Job {job.name} was submitted.")
                 return redirect("frontend:job", ws=ws, name=job.name)
     return render_form(request, context, data, errors)
+
+
+def with_uploaded_code(request, workspace) -> tuple[dict, list[dict]]:
+    """The posted fields, `code` naming the folder or archive sent with them once it is stored (a refused form then
+    keeps it without sending it again)."""
+    data = request.POST.copy()
+    upload = request.FILES.get("code_archive")
+    if upload is None:
+        return data, []
+    path, errors = stored_upload(request.user, workspace, upload, "code")
+    if path:
+        data["code"] = path
+    return data, errors
 
 
 def clone_text(workspace, name: str) -> str:
@@ -124,8 +140,7 @@ def paste(request, ws):
 def preview(request, ws):
     """The job YAML the form amounts to, re-rendered as the user types."""
     submit_page(request, ws)
-    body, _ = job_form.job_body(request.POST)
-    return HttpResponse(as_yaml(body), content_type="text/plain; charset=utf-8")
+    return HttpResponse(as_yaml(job_form.preview_body(request.POST)), content_type="text/plain; charset=utf-8")
 
 
 @login_required

@@ -139,3 +139,148 @@ document.addEventListener("change", (event) => {
 });
 
 document.addEventListener("DOMContentLoaded", () => document.querySelectorAll("[data-traffic-form]").forEach(showTraffic));
+
+// Upload fields: <div data-upload data-plan-url … data-max-body …> holds a folder picker ([data-upload-folder]), an
+// archive picker ([data-upload-archive], the one posted) and a hidden [data-upload-name]. A picked folder is listed to
+// the server, which answers what its .amlignore/.gitignore leave behind and what the limits refuse; the files kept are
+// packed here into a .tar.gz that takes the archive picker's place, so the form posts one archive either way.
+const IGNORE_FILES = [".amlignore", ".gitignore"];
+const MAX_IGNORE_FILE = 64 * 1024;
+
+function megabytes(size) {
+  return size < 1024 * 1024 ? `${(size / 1024).toFixed(1)} KB` : `${(size / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+function showUpload(field, text, problems = []) {
+  const status = field.querySelector("[data-upload-status]");
+  status.replaceChildren(text);
+  status.classList.toggle("text-danger", problems.length > 0);
+  if (problems.length) {
+    const list = document.createElement("ul");
+    list.className = "mb-0";
+    for (const problem of problems) {
+      const item = document.createElement("li");
+      item.textContent = problem;
+      list.append(item);
+    }
+    status.append(list);
+  }
+}
+
+function setArchive(field, file, name) {
+  const archive = field.querySelector("[data-upload-archive]");
+  const transfer = new DataTransfer();
+  if (file) transfer.items.add(file);
+  archive.files = transfer.files;
+  const named = field.querySelector("[data-upload-name]");
+  named.value = name;
+  named.dispatchEvent(new Event("input", { bubbles: true })); // the YAML preview shows code: ./<name>
+}
+
+// One tar member (ustar); a name longer than the header holds goes first in a pax record, as tar itself writes it.
+function tarHeader(name, size, type = "0") {
+  const block = new Uint8Array(512);
+  const encoder = new TextEncoder();
+  const put = (text, offset, length) => block.set(encoder.encode(text).subarray(0, length), offset);
+  const octal = (value, length) => `${value.toString(8).padStart(length - 1, "0")}\0`;
+  put(name, 0, 100);
+  put(octal(0o644, 8), 100, 8);
+  put(octal(0, 8), 108, 8);
+  put(octal(0, 8), 116, 8);
+  put(octal(size, 12), 124, 12);
+  put(octal(0, 12), 136, 12);
+  block.fill(32, 148, 156);
+  put(type, 156, 1);
+  put("ustar\0" + "00", 257, 8);
+  const sum = block.reduce((total, byte) => total + byte, 0);
+  put(`${sum.toString(8).padStart(6, "0")}\0 `, 148, 8);
+  return block;
+}
+
+function paxRecord(name) {
+  const body = ` path=${name}\n`;
+  const bytes = new TextEncoder().encode(body).length;
+  let length = bytes + String(bytes).length;
+  if (String(length).length !== String(bytes).length) length += 1;
+  return new TextEncoder().encode(`${length}${body}`);
+}
+
+function padding(size) {
+  return new Uint8Array((512 - (size % 512)) % 512);
+}
+
+async function packFolder(entries) {
+  const parts = [];
+  for (const [path, file] of entries) {
+    if (new TextEncoder().encode(path).length > 100) {
+      const record = paxRecord(path);
+      parts.push(tarHeader("PaxHeader", record.length, "x"), record, padding(record.length));
+    }
+    parts.push(tarHeader(path, file.size), file, padding(file.size));
+  }
+  parts.push(new Uint8Array(1024));
+  const packed = new Blob(parts).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Response(packed).blob();
+}
+
+async function planFolder(field, files, root) {
+  const paths = files.map((file) => file.webkitRelativePath.slice(root.length + 1));
+  const ignores = {};
+  for (const [index, path] of paths.entries()) {
+    if (IGNORE_FILES.includes(path.split("/").pop())) ignores[path] = await files[index].slice(0, MAX_IGNORE_FILE).text();
+  }
+  const form = new FormData();
+  form.append("csrfmiddlewaretoken", field.closest("form").querySelector("[name=csrfmiddlewaretoken]").value);
+  form.append("listing", new Blob(paths.map((path, index) => `${files[index].size}\t${path}\n`)), "listing.txt");
+  form.append("ignores", JSON.stringify(ignores));
+  const reply = await fetch(field.dataset.planUrl, { method: "POST", body: form, credentials: "same-origin" });
+  if (!reply.ok) throw new Error(`The server could not read the folder's list (${reply.status}).`);
+  return { paths, plan: await reply.json() };
+}
+
+async function folderPicked(field, input) {
+  const files = [...input.files];
+  if (!files.length) return;
+  const root = files[0].webkitRelativePath.split("/")[0];
+  setArchive(field, null, "");
+  showUpload(field, `Reading ${root}…`);
+  try {
+    const { paths, plan } = await planFolder(field, files, root);
+    const left = plan.left_out ? `; ${plan.left_out} left behind by .amlignore/.gitignore` : "";
+    if (plan.problems.length) {
+      showUpload(field, `${root} cannot be uploaded${left}:`, plan.problems);
+      return;
+    }
+    showUpload(field, `Packing ${plan.files} files of ${root}…`);
+    const archive = await packFolder(plan.keep.map((index) => [paths[index], files[index]]));
+    if (archive.size > Number(field.dataset.maxBody)) {
+      showUpload(field, `${root} packs into ${megabytes(archive.size)}; an upload has at most ${megabytes(Number(field.dataset.maxBody))}.`, ["Leave out what is not needed (.amlignore)."]);
+      return;
+    }
+    setArchive(field, new File([archive], `${root}.tar.gz`, { type: "application/gzip" }), root);
+    showUpload(field, `${root}: ${plan.files} files, ${megabytes(plan.bytes)} (${megabytes(archive.size)} packed)${left}. Uploaded when you submit.`);
+  } catch (error) {
+    showUpload(field, "The folder could not be read:", [error.message]);
+  } finally {
+    input.value = ""; // only the packed archive is posted
+  }
+}
+
+function archivePicked(field, input) {
+  const file = input.files[0];
+  field.querySelector("[data-upload-name]").value = file ? file.name : "";
+  if (!file) return showUpload(field, "");
+  if (file.size > Number(field.dataset.maxBody)) {
+    showUpload(field, `${file.name} has ${megabytes(file.size)}; an upload has at most ${megabytes(Number(field.dataset.maxBody))}.`, ["Choose a smaller archive."]);
+    input.value = "";
+    return;
+  }
+  showUpload(field, `${file.name}, ${megabytes(file.size)}: uploaded when you submit.`);
+}
+
+document.addEventListener("change", (event) => {
+  const field = event.target.closest("[data-upload]");
+  if (!field) return;
+  if (event.target.matches("[data-upload-folder]")) folderPicked(field, event.target);
+  else if (event.target.matches("[data-upload-archive]")) archivePicked(field, event.target);
+});

@@ -15,7 +15,7 @@ under its own name, as Azure ML uploads it).
 from pathlib import PurePosixPath
 
 from assets.specs.common import is_name
-from assets.specs.references import InvalidReference, parse_reference
+from assets.specs.references import InvalidReference, is_reference, parse_reference
 from assets.specs.snapshots import upload_sha256
 from controlplane.specs import unknown_fields
 
@@ -42,7 +42,9 @@ def parse_model(value: object, errors: list) -> dict | None:
         if not value.strip():
             errors.append(("model", "model cannot be empty: give azureml:<name>:<version>, a path, or leave model out."))
             return None
-        return _reference(value, errors) if value.startswith("azureml:") else {"path": value, "type": "custom_model"}
+        if is_reference(value) and not upload_sha256(value):
+            return _reference(value, errors)
+        return {"path": value, "type": "custom_model"}
     if not isinstance(value, dict):
         errors.append(("model", "model is azureml:<name>:<version>, or a mapping with `path` (and `type`)."))
         return None
@@ -88,6 +90,10 @@ def _inline(value: dict, errors: list) -> dict | None:
     if not isinstance(path, str) or not path:
         errors.append(("model", "model.path is required: a folder or file beside the YAML (the CLI uploads it), "
                                 "or azureml://uploads/<sha256>."))
+        return None
+    if (path.startswith("azureml:") or "://" in path) and not upload_sha256(path):
+        errors.append(("model.path", "model.path is an upload (azureml://uploads/<sha256>), a folder on the Dockyard "
+                                     "host or in the image; name a registered model as model: azureml:<name>:<version>."))
         return None
     kind = str(value.get("type", "custom_model")).lower() if isinstance(value.get("type", ""), str) else None
     if kind == "triton_model":

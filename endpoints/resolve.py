@@ -7,13 +7,13 @@ from django.conf import settings
 
 from assets import services as assets
 from assets.models import Snapshot
-from assets.specs.references import InvalidReference, parse_reference
+from assets.specs.references import InvalidReference, is_reference, parse_reference
 from assets.specs.snapshots import upload_sha256
 from controlplane.api import BadRequest
-from controlplane.specs import SpecErrors
+from controlplane.specs import SpecErrors, unknown_fields
 from workspaces.models import Workspace
 
-from .model_spec import bounds_problems, is_stored
+from .model_spec import SHOWN_FIELDS, bounds_problems, is_stored
 
 
 def resolved_model_body(workspace: Workspace, body: object) -> object:
@@ -23,9 +23,13 @@ def resolved_model_body(workspace: Workspace, body: object) -> object:
     ({reference, version, …}) keeps the version it was resolved to, so a PATCH of another field moves nothing.
     """
     model = body.get("model") if isinstance(body, dict) else None
-    if isinstance(model, str) and model.startswith("azureml:"):
+    if is_reference(model) and not upload_sha256(model):
         reference, named = model, model
     elif isinstance(model, dict) and "reference" in model:
+        errors: list = []
+        unknown_fields(model, SHOWN_FIELDS, errors, "'{key}' is not a field of a registered model here.", "model.")
+        if errors:
+            raise SpecErrors(errors)
         reference = model["reference"]
         named = _pinned(reference, model.get("version"))
     else:

@@ -130,11 +130,16 @@ def model_dir(model: dict, mount_path: str | None = None) -> str:
     return f"{MODELS_ROOT}/{model.get('name') or DEFAULT_NAME}/{model.get('version') or DEFAULT_VERSION}"
 
 
-def parse_mount_path(value: object, model: dict | None, errors: list) -> str | None:
-    """`model_mount_path`: an absolute, plain path that hides none of the server's own folders; needs a stored model."""
+def parse_mount_path(value: object, model: dict | None, errors: list, code_folder: object = None) -> str | None:
+    """`model_mount_path`: an absolute, plain path that hides none of the server's own folders (nor the scoring code
+    inside the image, `code_folder`); needs a stored model."""
     if value is None:
         return None
     problem = mount_path_problem(value)
+    if not problem and isinstance(code_folder, str) and code_folder.startswith("/") and not upload_sha256(code_folder):
+        path, code = PurePosixPath(value), PurePosixPath(code_folder)
+        if path == code or code in path.parents or path in code.parents:
+            problem = f"model_mount_path {value} would hide or sit inside the code folder {code_folder}."
     if problem:
         errors.append(("model_mount_path", problem))
         return None

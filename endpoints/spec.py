@@ -287,6 +287,8 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
     if body.get("endpoint_name", endpoint_name) != endpoint_name:
         errors.append(("endpoint_name", f"This deployment is posted to endpoint '{endpoint_name}', not '{body['endpoint_name']}'."))
     model = parse_model(body.get("model"), errors)
+    code = body.get("code_configuration")
+    code_folder = code.get("code") if isinstance(code, dict) else None  # a model mounted over it would hide it
     instance_type = body.get("instance_type")
     if instance_type is not None and (not isinstance(instance_type, str) or not instance_type):
         errors.append(("instance_type", "instance_type must be an instance type's name."))
@@ -296,7 +298,7 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
         "description": body.get("description") or "",
         "tags": string_map(body.get("tags"), "tags", errors),
         "model": model,
-        **({"model_mount_path": parse_mount_path(body["model_mount_path"], model, errors)}
+        **({"model_mount_path": parse_mount_path(body["model_mount_path"], model, errors, code_folder)}
            if body.get("model_mount_path") is not None else {}),
         "code_configuration": _code(body.get("code_configuration"), model, errors),
         "environment": _environment(body.get("environment"), errors),

@@ -42,6 +42,14 @@ def test_mount_paths_refused(path, words):
     assert targets(exc) == ["model_mount_path"] and words in exc.value.errors[0][1]
 
 
+def test_a_mount_path_may_not_hide_the_scoring_code_inside_the_image():
+    body = deployment(model=REGISTERED, model_mount_path="/srv/app/models",
+                      code_configuration={"code": "/srv/app", "scoring_script": "score.py"})
+    with pytest.raises(SpecErrors) as exc:
+        parse_deployment(body, "ep")
+    assert targets(exc) == ["model_mount_path"] and "code folder /srv/app" in exc.value.errors[0][1]
+
+
 @pytest.mark.parametrize("model", [None, {"path": "/var/azureml-app/models/adder"}])
 def test_a_mount_path_needs_a_registered_or_uploaded_model(model):
     with pytest.raises(SpecErrors) as exc:

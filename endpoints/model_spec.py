@@ -23,7 +23,7 @@ MODEL_TYPES = ("custom_model", "mlflow_model")
 MODELS_ROOT = "/var/azureml-app/azureml-models"
 DEFAULT_NAME, DEFAULT_VERSION = "model", "1"  # an inline model without a name, as Azure ML shows an anonymous one
 CODE_DIR = "/var/azureml-app/code"  # where uploaded code is shown: a model mounted over or in it would hide it
-INLINE_FIELDS = {"path", "type", "name", "version", "description"}
+INLINE_FIELDS = {"path", "type", "name", "version"}
 SHOWN_FIELDS = {"reference", "name", "version", "type", "path"}
 TRITON = ("Triton models need NVIDIA Triton Inference Server, which Dockyard does not run: deploy the model as "
           "custom_model with a scoring script (or an image serving it).")
@@ -85,7 +85,7 @@ def _registered(value: dict, errors: list) -> dict | None:
 
 def _inline(value: dict, errors: list) -> dict | None:
     unknown_fields(value, INLINE_FIELDS, errors, "'{key}' is not a field of an inline model here (path, type, name, "
-                                                 "version, description).", "model.")
+                                                 "version): register the model to describe it.", "model.")
     path = value.get("path")
     if not isinstance(path, str) or not path:
         errors.append(("model", "model.path is required: a folder or file beside the YAML (the CLI uploads it), "
@@ -95,11 +95,12 @@ def _inline(value: dict, errors: list) -> dict | None:
         errors.append(("model.path", "model.path is an upload (azureml://uploads/<sha256>), a folder on the Dockyard "
                                      "host or in the image; name a registered model as model: azureml:<name>:<version>."))
         return None
-    kind = str(value.get("type", "custom_model")).lower() if isinstance(value.get("type", ""), str) else None
+    written = value.get("type", "custom_model")
+    kind = written.lower() if isinstance(written, str) else None  # Azure ML lower-cases it (MLFLOW_MODEL)
     if kind == "triton_model":
         errors.append(("model.type", TRITON))
     elif kind not in MODEL_TYPES:
-        errors.append(("model.type", f"model.type must be {' or '.join(MODEL_TYPES)}, not {value.get('type')!r}."))
+        errors.append(("model.type", f"model.type must be {' or '.join(MODEL_TYPES)}, not {written!r}."))
     model = {"path": path, "type": kind if kind in MODEL_TYPES else "custom_model"}
     for key, valid in (("name", is_name), ("version", _is_whole)):
         if key in value:
@@ -109,8 +110,6 @@ def _inline(value: dict, errors: list) -> dict | None:
                                                + ("an asset name" if key == "name" else "a whole number from 1") + "."))
             else:
                 model[key] = text
-    if "description" in value:
-        model["description"] = value["description"] if isinstance(value["description"], str) else ""
     return model
 
 

@@ -192,3 +192,33 @@ def test_a_model_gone_from_storage_fails_the_deployment_with_the_reason(owner_ap
     assert row.provisioning_state == "Failed"
     assert row.provisioning_errors[0]["code"] == "SnapshotMissing" and "model" in row.provisioning_errors[0]["message"]
     assert path != row.spec["model"]["path"] and delivery.snapshot_named(row.endpoint.workspace, path) is not None
+
+
+@pytest.mark.usefixtures("local_compute", "deployment_folders")
+def test_writing_out_a_model_is_idempotent_and_a_crash_leaves_nothing_that_looks_whole(owner_api, tmp_path, settings):
+    from endpoints.reconcile import local, reconcile_deployment
+
+    path = register_model(owner_api, tmp_path, "1", 2)
+    create_endpoint(owner_api, "scaler")
+    created = owner_api.post(f"{BASE}/scaler/deployments/", body(scoring_code(owner_api, tmp_path), "azureml:scaler:1"),
+                             format="json")
+    assert created.status_code == 201, created.json()
+    row = OnlineDeployment.objects.select_related("endpoint", "endpoint__workspace").get(name="blue")
+    sha256 = path.rsplit("/", 1)[-1]
+    crashed = row.local_folder / "model" / f"{sha256}.partial"  # a worker killed while writing it out
+    (crashed / "model").mkdir(parents=True)
+    (crashed / "model" / "weight.txt").write_text("half")
+
+    folder = local._written_out(row, "model", path)
+
+    assert folder == row.local_folder / "model" / sha256 and not crashed.exists()
+    assert (folder / "model" / "weight.txt").read_text() == "2"
+    inode = (folder / "model" / "weight.txt").stat().st_ino
+    assert local._written_out(row, "model", path) == folder  # written once: the next start reuses it
+    assert (folder / "model" / "weight.txt").stat().st_ino == inode
+
+    settings.DOCKYARD_DEPLOYMENT_MODEL_MAX_BYTES = 0  # lowered since the deployment was made: it does not start
+    local.delete_local(row)
+    reconcile_deployment(row)
+    row.refresh_from_db()
+    assert row.provisioning_state == "Failed" and "DOCKYARD_DEPLOYMENT_MODEL_MAX_BYTES" in row.provisioning_errors[0]["message"]

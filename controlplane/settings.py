@@ -374,5 +374,9 @@ DOCKYARD_LOG_STREAMS_PER_USER = int(os.environ.get("DOCKYARD_LOG_STREAMS_PER_USE
 # Local online deployments: one folder per deployment (server log, pid) and the inference server's virtualenv.
 DOCKYARD_DEPLOYMENT_DIR = Path(os.environ.get("DOCKYARD_DEPLOYMENT_DIR", VAR_DIR / "deployments"))
 DOCKYARD_INFERENCE_VENV = Path(os.environ.get("DOCKYARD_INFERENCE_VENV", BASE_DIR / ".venv-inference"))
+# The largest registered or uploaded model a deployment takes (written out in a local deployment's folder, or fetched
+# into a pod's emptyDir); more is refused at `model` when the deployment is made.
+DOCKYARD_DEPLOYMENT_MODEL_MAX_BYTES = int(os.environ.get("DOCKYARD_DEPLOYMENT_MODEL_MAX_BYTES", str(1024**3)))
+DOCKYARD_DEPLOYMENT_MODEL_MAX_FILES = int(os.environ.get("DOCKYARD_DEPLOYMENT_MODEL_MAX_FILES", "10000"))
 # The Gateway API Gateway that endpoints' HTTPRoutes attach to (in the compute's namespace).
 DOCKYARD_GATEWAY = os.environ.get("DOCKYARD_GATEWAY", "dockyard")

@@ -2,19 +2,23 @@
 from assets.specs.pods import fetch_init_container
 from assets.specs.snapshots import upload_sha256
 from controlplane.kube.objects import labels, object_name
+from endpoints.model_spec import is_stored, model_dir
 
 SERVER_PORT = 5001  # azureml-inference-server-http's default port
 CONTAINER = "inference-server"
 CODE_ROOT = "/var/azureml-app"
 HTTPROUTE_API = "gateway.networking.k8s.io/v1"
 HTTPROUTE_CRD = "httproutes.gateway.networking.k8s.io"
-# Uploaded code: fetched by an init container into an emptyDir the server reads it from; the URL is in a Secret that
-# reconcile renews, so pods started later (restarts, scale-ups) still get a live URL and the pod template never changes.
+# Uploaded code and a registered or uploaded model: each fetched by an init container into an emptyDir the server reads
+# it from (read-only); their URLs are in one Secret that reconcile renews, so pods started later (restarts, scale-ups)
+# still get a live URL without the pod template changing. The template names the snapshots instead: a new code or
+# model changes it, and that rolls the Deployment out.
 CODE_DIR = "/var/azureml-app/code"
-CODE_VOLUME = "code"
-CODE_CONTAINER = "fetch-code"
-CODE_URL_KEY = "url"
+CODE_VOLUME, MODEL_VOLUME = "code", "model"
+CODE_CONTAINER, MODEL_CONTAINER = "fetch-code", "fetch-model"
+CODE_URL_KEY, MODEL_URL_KEY = "url", "model-url"
 EXPIRES_ANNOTATION = "dockyard.dev/url-expires"
+SNAPSHOTS_ANNOTATION = "dockyard.dev/snapshots"  # on the Secret and the pod template: which snapshots they fetch
 
 
 def deployment_object_name(workspace: str, endpoint: str, deployment: str) -> str:
@@ -41,7 +45,7 @@ def _environment(spec: dict) -> list[dict]:
     folder = (CODE_DIR if upload_sha256(code["code"]) else code["code"].rstrip("/")) if code else ""
     env = {
         "AZUREML_ENTRY_SCRIPT": f"{folder}/{code['scoring_script']}" if code else "",
-        "AZUREML_MODEL_DIR": spec["model"]["path"] if spec.get("model") else "",
+        "AZUREML_MODEL_DIR": _model_folder(spec),
         "WORKER_COUNT": str(spec["request_settings"]["max_concurrent_requests_per_instance"]),
         "SCORING_TIMEOUT_MS": str(spec["request_settings"]["request_timeout_ms"]),
     }
@@ -49,33 +53,62 @@ def _environment(spec: dict) -> list[dict]:
     return [{"name": key, "value": value} for key, value in env.items() if value != ""]
 
 
+def _model_folder(spec: dict) -> str:
+    """Where the server finds the model: a fetched one at Azure ML's place (or model_mount_path), else the image's path."""
+    model = spec.get("model")
+    if not model:
+        return ""
+    return model_dir(model, spec.get("model_mount_path")) if is_stored(model) else model["path"]
+
+
+def fetched_snapshots(spec: dict) -> dict[str, str]:
+    """The Secret's keys → the `azureml://uploads/<sha256>` each URL fetches (the uploaded code, the stored model)."""
+    code = spec.get("code_configuration") or {}
+    fetched = {CODE_URL_KEY: code["code"]} if code and upload_sha256(code["code"]) else {}
+    if is_stored(spec.get("model")):
+        fetched[MODEL_URL_KEY] = spec["model"]["path"]
+    return fetched
+
+
+def snapshots_label(fetched: dict[str, str]) -> str:
+    """`url=<sha256>,model-url=<sha256>`: what a Secret's URLs (and a pod template's fetches) name."""
+    return ",".join(f"{key}={upload_sha256(reference)}" for key, reference in sorted(fetched.items()))
+
+
 def code_secret_name(name: str) -> str:
-    """The Secret holding the deployment's code URL (deterministic, like the Deployment's name)."""
+    """The Secret holding the deployment's fetch URLs, code's and model's (deterministic, like the Deployment's name)."""
     return object_name(f"{name}-code", f"{name}/code", limit=63)
 
 
-def code_secret_manifest(*, name: str, namespace: str, workspace: str, endpoint: str, deployment: str, url: str,
-                         expires: int) -> dict:
-    """The Secret with the signed URL of the deployment's uploaded code, and when that URL stops working."""
+def code_secret_manifest(*, name: str, namespace: str, workspace: str, endpoint: str, deployment: str,
+                         urls: dict[str, str], expires: int, snapshots: str) -> dict:
+    """The Secret with the signed URLs of the deployment's uploaded code and model, and when they stop working."""
     object_labels = labels("online-deployment", workspace=workspace, endpoint=endpoint, deployment=deployment)
     return {
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
         "metadata": {"name": code_secret_name(name), "namespace": namespace, "labels": object_labels,
-                     "annotations": {EXPIRES_ANNOTATION: str(expires)}},
-        "stringData": {CODE_URL_KEY: url},
+                     "annotations": {EXPIRES_ANNOTATION: str(expires), SNAPSHOTS_ANNOTATION: snapshots}},
+        "stringData": dict(urls),
     }
 
 
-def _with_code(pod_spec: dict, spec: dict, name: str, image: str | None) -> dict:
-    """Uploaded code fetched before the server starts (its URL read from the deployment's Secret)."""
-    code = spec.get("code_configuration") or {}
-    if not code or not upload_sha256(code["code"]) or not image:
+def _with_fetches(pod_spec: dict, spec: dict, name: str, image: str | None) -> dict:
+    """Uploaded code and a stored model fetched before the server starts (their URLs read from the deployment's Secret)."""
+    fetched = fetched_snapshots(spec)
+    if not fetched or not image:
         return pod_spec
-    pod_spec["initContainers"] = [fetch_init_container(
-        name=CODE_CONTAINER, volume=CODE_VOLUME, folder=CODE_DIR, url=None, image=image,
-        url_from_secret={"name": code_secret_name(name), "key": CODE_URL_KEY})]
-    pod_spec["volumes"] = [{"name": CODE_VOLUME, "emptyDir": {}}]
-    pod_spec["containers"][0]["volumeMounts"] = [{"name": CODE_VOLUME, "mountPath": CODE_DIR, "readOnly": True}]
+    places = {CODE_URL_KEY: (CODE_CONTAINER, CODE_VOLUME, CODE_DIR), MODEL_URL_KEY: (MODEL_CONTAINER, MODEL_VOLUME, _model_folder(spec))}
+    init, volumes, mounts = [], [], []
+    for key in (CODE_URL_KEY, MODEL_URL_KEY):
+        if key not in fetched:
+            continue
+        container, volume, folder = places[key]
+        init.append(fetch_init_container(name=container, volume=volume, folder=folder, url=None, image=image,
+                                         url_from_secret={"name": code_secret_name(name), "key": key}))
+        volumes.append({"name": volume, "emptyDir": {}})
+        mounts.append({"name": volume, "mountPath": folder, "readOnly": True})
+    pod_spec["initContainers"], pod_spec["volumes"] = init, volumes
+    pod_spec["containers"][0]["volumeMounts"] = mounts
     return pod_spec
 
 
@@ -99,7 +132,10 @@ def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str
             "readinessProbe": _probe(spec["readiness_probe"]),
         }],
     }
-    _with_code(pod_spec, spec, name, fetch_image)
+    _with_fetches(pod_spec, spec, name, fetch_image)
+    fetched = fetched_snapshots(spec) if fetch_image else {}
+    template_metadata = {"labels": {**object_labels, **selector},
+                         **({"annotations": {SNAPSHOTS_ANNOTATION: snapshots_label(fetched)}} if fetched else {})}
     if node_selector:
         pod_spec["nodeSelector"] = dict(node_selector)
     return {
@@ -109,7 +145,7 @@ def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str
         "spec": {
             **({"replicas": replicas} if replicas is not None else {}),
             "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": {**object_labels, **selector}}, "spec": pod_spec},
+            "template": {"metadata": template_metadata, "spec": pod_spec},
         },
     }
 

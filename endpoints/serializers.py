@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from .models import OnlineDeployment, OnlineEndpoint
 
-DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "type", "model", "code_configuration", "environment",
+DEPLOYMENT_SPEC_FIELDS = ("description", "tags", "type", "model", "model_mount_path", "code_configuration", "environment",
                           "environment_variables", "liveness_probe", "readiness_probe", "request_settings",
                           "scale_settings", "app_insights_enabled")
 
@@ -86,7 +86,12 @@ class OnlineDeploymentSerializer(serializers.Serializer):
     name = serializers.CharField()
     endpoint_name = serializers.CharField(required=False)
     type = serializers.CharField(required=False, help_text="kubernetes (any case, as Azure ML reads it); managed is refused on Kubernetes.")
-    model = serializers.JSONField(required=False, help_text="a path, or {path, type: custom_model|mlflow_model}.")
+    model = serializers.JSONField(required=False, help_text="azureml:<name>:<version> (or @latest: shown as {reference, "
+                                  "name, version, type, path}), or {path: azureml://uploads/<sha256>, type: "
+                                  "custom_model|mlflow_model}, or a path on the host (local) or in the image.")
+    model_mount_path = serializers.CharField(required=False, help_text="Kubernetes: where a registered or uploaded model "
+                                             "is mounted (and AZUREML_MODEL_DIR) instead of "
+                                             "/var/azureml-app/azureml-models/<name>/<version>.")
     code_configuration = serializers.DictField(required=False, allow_null=True, help_text="{code, scoring_script}; null for an MLflow model")
     environment = serializers.DictField(help_text="{image} on Kubernetes; {venv} optional for local.")
     environment_variables = serializers.DictField(child=serializers.CharField(), required=False)

@@ -23,7 +23,9 @@ from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
 from . import dataplane, keys
+from .model_spec import is_stored
 from .models import OnlineDeployment, OnlineEndpoint
+from .resolve import model_problems, resolved_model_body
 from .spec import check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
 
 ENDPOINT_EDITABLE = ("description", "tags", "auth_mode", "traffic", "mirror_traffic")
@@ -204,7 +206,7 @@ def _local_problems(spec: dict) -> list[tuple[str, str]]:
         errors.append(("scale_settings.type", "A local deployment does not autoscale: use scale_settings.type default."))
     code = spec.get("code_configuration")
     code = code if code and not upload_sha256(code["code"]) else None  # an upload was checked with the others
-    model = spec.get("model")
+    model = spec.get("model") if not is_stored(spec.get("model")) else None  # a snapshot was checked with the others
     # The API and the worker may run in different folders: a relative path would mean two different places.
     for path, value in (("code_configuration.code", code and code["code"]), ("model.path", model and model["path"])):
         if value and not Path(value).is_absolute():
@@ -257,16 +259,6 @@ def _with_model_type(body: object) -> object:
     return body
 
 
-def _check_model_reference(endpoint: OnlineEndpoint, body: object) -> None:
-    """`model: azureml:<name>:<version>` must name a model of the workspace (else a 400 saying which is missing)."""
-    model = body.get("model") if isinstance(body, dict) else None
-    if isinstance(model, str) and model.startswith("azureml:"):
-        try:
-            assets.resolve_model(endpoint.workspace, model)
-        except BadRequest as exc:
-            raise _invalid([("model", str(exc.detail))], "InvalidDeployment") from None
-
-
 def _resolve_environment(endpoint: OnlineEndpoint, spec: dict) -> None:
     """A registered or curated environment runs its image: kept in the spec with the reference it came from."""
     reference = (spec.get("environment") or {}).get("reference")
@@ -285,14 +277,14 @@ def _resolve_environment(endpoint: OnlineEndpoint, spec: dict) -> None:
 
 def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, str, dict]:
     """The parsed spec, the instance type's name and the container's resources (none for a local deployment)."""
-    _check_model_reference(endpoint, body)
     try:
-        spec = parse_deployment(_with_model_type(body), endpoint.name)
+        spec = parse_deployment(_with_model_type(resolved_model_body(endpoint.workspace, body)), endpoint.name)
     except SpecErrors as exc:
         raise _invalid(exc.errors, "InvalidDeployment") from None
     _resolve_environment(endpoint, spec)
     local = endpoint.compute is None
-    errors = target_errors(spec, local) + _upload_problems(endpoint.workspace, spec)
+    errors = (target_errors(spec, local) + _upload_problems(endpoint.workspace, spec)
+              + model_problems(endpoint.workspace, spec))
     if local:
         errors = errors or _local_problems(spec)
         shape_name, resources = "", {}

@@ -27,6 +27,7 @@ from controlplane.specs import (
     string_map,
     unknown_fields,
 )
+from endpoints.model_spec import parse_model, parse_mount_path
 
 ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
@@ -40,13 +41,12 @@ TARGET_DEFAULTS = {"min_instances": 1, "max_instances": 1, "target_utilization_p
 AUTH_MODES = ("key", "aml_token")
 DEPLOYMENT_TYPES = ("kubernetes", "managed")
 SCALE_TYPES = ("default", "target_utilization")
-MODEL_TYPES = ("custom_model", "mlflow_model")
 
 ENDPOINT_FIELDS = {"$schema", "name", "description", "tags", "auth_mode", "compute", "traffic", "mirror_traffic",
                    "public_network_access"}
 ENDPOINT_READ_ONLY = {"scoring_uri", "openapi_uri", "provisioning_state", "provisioning_errors", "id", "keys",
                       "created_on", "updated_on", "created_by", "deployments", "status", "kind"}
-DEPLOYMENT_FIELDS = {"$schema", "name", "endpoint_name", "description", "tags", "type", "model",
+DEPLOYMENT_FIELDS = {"$schema", "name", "endpoint_name", "description", "tags", "type", "model", "model_mount_path",
                      "code_configuration", "environment", "environment_variables", "instance_type", "instance_count",
                      "resources", "liveness_probe", "readiness_probe", "request_settings", "scale_settings",
                      "app_insights_enabled"}
@@ -60,8 +60,6 @@ ENDPOINT_REFUSED = {
     "location": "Dockyard has no Azure regions: an endpoint runs where its compute is. Remove location.",
 }
 DEPLOYMENT_REFUSED = {
-    "model_mount_path": "Dockyard does not mount models: on Kubernetes model.path is read inside the image "
-                        "(AZUREML_MODEL_DIR), locally the model is shown read-only at a path Dockyard chooses. Remove it.",
     "data_collector": "Data collection into Azure storage is not available here: log inputs and outputs from the "
                       "scoring script (they are in the deployment's logs). Remove data_collector.",
     "egress_public_network_access": "This is a managed online deployment setting: Kubernetes deployments follow the "
@@ -85,6 +83,8 @@ LOCAL_REFUSED = {
     "readiness_probe": "A local deployment is one server with no load balancer in front: its liveness_probe decides "
                        "when it serves and when it is restarted. Leave readiness_probe out.",
     "model.type": "A local deployment needs code_configuration: Dockyard has no no-code server for MLflow models.",
+    "model_mount_path": "A local deployment runs Dockyard's inference server, not a custom container: its model is "
+                        "at AZUREML_MODEL_DIR (/var/azureml-app/azureml-models/<name>/<version>). Leave it out.",
 }
 KUBERNETES_REFUSED = {
     "environment.venv": "venv is for local deployments: a Kubernetes deployment runs environment.image.",
@@ -238,25 +238,6 @@ def _scale(value: object, errors: list) -> dict:
     return scale
 
 
-def _model(value: object, errors: list) -> dict | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        if not value.strip():
-            errors.append(("model", "model cannot be empty: give a path, or leave model out."))
-            return None
-        if value.startswith("azureml:"):
-            errors.append(("model", "Registered models (azureml:<name>:<version>) are not mounted at AZUREML_MODEL_DIR "
-                                    "yet: give model.path (a folder on the host, or inside the image)."))
-            return None
-        return {"path": value, "type": "custom_model"}
-    if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not value["path"]:
-        errors.append(("model", "model is a path, or a mapping with `path` (and `type`: custom_model or mlflow_model)."))
-        return None
-    kind = enum_value(value.get("type", "custom_model"), MODEL_TYPES, "model.type", errors, str.lower)
-    return {**value, "type": kind or "custom_model"}
-
-
 def _code(value: object, model: dict | None, errors: list) -> dict | None:
     if value is None:
         if not (model and model.get("type") == "mlflow_model"):
@@ -305,7 +286,9 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
                    "'{key}' is not an online deployment field.")
     if body.get("endpoint_name", endpoint_name) != endpoint_name:
         errors.append(("endpoint_name", f"This deployment is posted to endpoint '{endpoint_name}', not '{body['endpoint_name']}'."))
-    model = _model(body.get("model"), errors)
+    model = parse_model(body.get("model"), errors)
+    code = body.get("code_configuration")
+    code_folder = code.get("code") if isinstance(code, dict) else None  # a model mounted over it would hide it
     instance_type = body.get("instance_type")
     if instance_type is not None and (not isinstance(instance_type, str) or not instance_type):
         errors.append(("instance_type", "instance_type must be an instance type's name."))
@@ -315,6 +298,8 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
         "description": body.get("description") or "",
         "tags": string_map(body.get("tags"), "tags", errors),
         "model": model,
+        **({"model_mount_path": parse_mount_path(body["model_mount_path"], model, errors, code_folder)}
+           if body.get("model_mount_path") is not None else {}),
         "code_configuration": _code(body.get("code_configuration"), model, errors),
         "environment": _environment(body.get("environment"), errors),
         "environment_variables": string_map(body.get("environment_variables"), "environment_variables", errors, ENV_NAME),
@@ -457,7 +442,8 @@ def target_errors(spec: dict, local: bool) -> list[tuple[str, str]]:
         given = {"instance_type": spec.get("instance_type") is not None, "resources": bool(spec.get("resources")),
                  "environment.image": bool(environment.get("image")),
                  "readiness_probe": spec.get("readiness_probe", PROBE_DEFAULTS) != PROBE_DEFAULTS,
-                 "model.type": (spec.get("model") or {}).get("type") == "mlflow_model" and not spec.get("code_configuration")}
+                 "model.type": (spec.get("model") or {}).get("type") == "mlflow_model" and not spec.get("code_configuration"),
+                 "model_mount_path": spec.get("model_mount_path") is not None}
         refused = LOCAL_REFUSED
     else:
         given = {"environment.venv": "venv" in environment, "type": spec.get("type") == "managed"}

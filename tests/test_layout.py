@@ -112,6 +112,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "endpoints/keys.py", "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py",
         "assets/specs/model.py", "assets/specs/data.py", "assets/specs/snapshots.py", "assets/specs/versions.py",
         "assets/specs/pods.py",
+        "endpoints/model_spec.py",
         "assets/curated.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 

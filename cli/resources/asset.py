@@ -102,7 +102,7 @@ def prepared_body(client: ApiClient, workspace: str, kind: AssetKind, document: 
     if kind is ENVIRONMENT and isinstance(body.get("conda_file"), str):
         body["conda_file"] = read_conda_file(document.base_dir, body["conda_file"])
     if kind.uploads_path and is_local(body.get("path")):
-        body["path"] = upload(client, workspace, local_path(document.base_dir, body["path"]))
+        body["path"] = upload(client, workspace, local_path(document.base_dir, body["path"]), named=kind is MODEL)
     return body
 
 
@@ -135,15 +135,17 @@ def read_conda_file(base_dir: Path, written: str) -> dict:
     return content
 
 
-def upload(client: ApiClient, workspace: str, path: Path) -> str:
-    """Upload a local file or folder once (helper `code`'s packing); its `azureml://uploads/<sha256>` path."""
+def upload(client: ApiClient, workspace: str, path: Path, named: bool = False) -> str:
+    """Upload a local file or folder once (helper `code`'s packing); its `azureml://uploads/<sha256>` path.
+
+    `named`: a model folder is stored under its own name, as Azure ML keeps it under AZUREML_MODEL_DIR."""
     try:
         from .uploads import upload_local_path
     except ImportError:
         raise CliError("Local paths need the upload support (cli/resources/uploads.py), which this build lacks: "
                        "upload the folder (POST workspaces/{ws}/uploads/) and give its azureml://uploads/ path.",
                        code="NotSupported") from None
-    return upload_local_path(client, workspace, path)
+    return upload_local_path(client, workspace, path, named)
 
 
 # apply

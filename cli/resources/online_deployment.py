@@ -20,7 +20,7 @@ from .base import (
     required_name,
 )
 from .online_endpoint import endpoint_not_found, endpoint_not_found_in_workspace, endpoints_path
-from .uploads import uploaded_field
+from .uploads import UPLOADS_PREFIX, uploaded_field
 
 # A deployment's own fields, as `GET …/deployments/{d}/` shows them (after the API filled in its defaults).
 DEPLOYMENT_FIELDS = (
@@ -53,7 +53,9 @@ def deployment_not_found_on_endpoint(client: ApiClient, workspace: str, endpoint
 
 
 def as_model(value):
-    """A model path given as a string is `{path, type: custom_model}` to the API."""
+    """A model reference given as a string is `{reference}` to the API, a path `{path, type: custom_model}`."""
+    if isinstance(value, str) and value.startswith("azureml:") and not value.startswith(UPLOADS_PREFIX):
+        return {"reference": value}
     return {"path": value, "type": "custom_model"} if isinstance(value, str) else value
 
 
@@ -105,11 +107,19 @@ def deployment_patch(current: dict, document: dict, assignments: list[str]) -> d
 
 
 def with_code_uploaded(body: object, base_dir: Path, client: ApiClient, workspace: str, dry_run: bool = False) -> object:
-    """The deployment's local `code_configuration.code` folder (relative to the YAML file's folder) uploaded and named
-    `azureml://uploads/<sha256>`."""
-    code = body.get("code_configuration") if isinstance(body, dict) else None
+    """The deployment's local `code_configuration.code` folder and inline `model.path` (relative to the YAML file's
+    folder) uploaded and named `azureml://uploads/<sha256>`; a model folder keeps its own name inside the upload."""
+    if not isinstance(body, dict):
+        return body
+    code = body.get("code_configuration")
     if isinstance(code, dict) and "code" in code:
         code["code"] = uploaded_field(client, workspace, base_dir, code["code"], dry_run)
+    model = body.get("model")
+    if isinstance(model, dict) and "path" in model and "reference" not in model:
+        model["path"] = uploaded_field(client, workspace, base_dir, model["path"], dry_run, named=True)
+    elif isinstance(model, str):
+        sent = uploaded_field(client, workspace, base_dir, model, dry_run, named=True)
+        body["model"] = {"path": sent} if sent != model else model  # uploaded: an inline model; else as written
     return body
 
 

@@ -63,9 +63,11 @@ class Packed:
         return hashlib.sha256(json.dumps(rows, separators=(",", ":"), ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def upload_local_path(client: ApiClient, workspace: str, path: Path) -> str:
-    """Upload a local folder (or one file) to the workspace unless it has it already; returns `azureml://uploads/<sha>`."""
-    packed = pack(path)
+def upload_local_path(client: ApiClient, workspace: str, path: Path, named: bool = False) -> str:
+    """Upload a local folder (or one file) to the workspace unless it has it already; returns `azureml://uploads/<sha>`.
+
+    `named`: a folder is stored under its own name (a model, as Azure ML keeps it under AZUREML_MODEL_DIR)."""
+    packed = pack(path, named)
     reference = UPLOADS_PREFIX + packed.sha256
     if _known(client, workspace, packed.sha256):
         click.echo(f"{path}: code unchanged, not uploaded ({reference}).", err=True)
@@ -84,7 +86,8 @@ def upload_local_path(client: ApiClient, workspace: str, path: Path) -> str:
     return answered
 
 
-def uploaded_field(client: ApiClient, workspace: str, base_dir: Path, value: object, dry_run: bool = False) -> object:
+def uploaded_field(client: ApiClient, workspace: str, base_dir: Path, value: object, dry_run: bool = False,
+                   named: bool = False) -> object:
     """A document's path field after upload: a local path (relative to the YAML file's folder, as in Azure ML) becomes
     `azureml://uploads/<sha256>`; references, URLs, absolute paths that do not exist here (a folder on the Dockyard
     host, or in a deployment's image) and anything not a string are left as they are."""
@@ -94,12 +97,12 @@ def uploaded_field(client: ApiClient, workspace: str, base_dir: Path, value: obj
     if path.is_absolute() and not path.exists():
         return value  # not here: a folder on the Dockyard host or inside the image, for the server to judge
     path = path if path.is_absolute() else base_dir / path
-    return local_reference(path) if dry_run else upload_local_path(client, workspace, path)
+    return local_reference(path, named) if dry_run else upload_local_path(client, workspace, path, named)
 
 
-def local_reference(path: Path) -> str:
+def local_reference(path: Path, named: bool = False) -> str:
     """The reference an upload of `path` will have, without sending anything (for `apply --dry-run`)."""
-    return UPLOADS_PREFIX + pack(path).sha256
+    return UPLOADS_PREFIX + pack(path, named).sha256
 
 
 def _known(client: ApiClient, workspace: str, sha256: str) -> bool:
@@ -119,8 +122,11 @@ def _megabytes(size: int) -> str:
 # Packing
 
 
-def pack(path: Path) -> Packed:
-    """What of `path` is sent (a folder honouring its ignore files, or one file under its own name)."""
+def pack(path: Path, named: bool = False) -> Packed:
+    """What of `path` is sent (a folder honouring its ignore files, or one file under its own name).
+
+    `named`: a folder's files go under the folder's own name (`model/weights.pkl`), as Azure ML stores a model folder:
+    AZUREML_MODEL_DIR then holds the folder by its name, whether the model was registered or given inline."""
     path = path.expanduser()
     try:
         info = path.stat()
@@ -132,7 +138,11 @@ def pack(path: Path) -> Packed:
         return packed
     if not stat.S_ISDIR(info.st_mode):
         raise InvalidInput(f"{path} is neither a folder nor a file.", code="InvalidFile")
-    _walk(Path(os.path.realpath(path)), packed)
+    root = Path(os.path.realpath(path))
+    _walk(root, packed)
+    if named:
+        for item in packed.files:
+            item.path = f"{root.name}/{item.path}"
     packed.files.sort(key=lambda item: item.path)
     return packed
 

@@ -4,7 +4,6 @@ import time
 from django.conf import settings
 
 from assets import delivery
-from assets.specs.snapshots import upload_sha256
 from compute.connections import connection_for
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
@@ -15,14 +14,18 @@ from ..manifests import (
     EXPIRES_ANNOTATION,
     HTTPROUTE_API,
     HTTPROUTE_CRD,
+    MODEL_URL_KEY,
+    SNAPSHOTS_ANNOTATION,
     code_secret_manifest,
     code_secret_name,
     deployment_manifest,
     deployment_object_name,
     endpoint_object_name,
+    fetched_snapshots,
     hpa_manifest,
     httproute_manifest,
     service_manifest,
+    snapshots_label,
 )
 from ..models import OnlineDeployment, OnlineEndpoint
 
@@ -57,26 +60,31 @@ def render(deployment: OnlineDeployment) -> list[dict]:
     return manifests
 
 
-def _renew_code_url(conn, deployment: OnlineDeployment) -> None:
-    """Keep a live fetch URL in the code Secret: a new one once half of the current one's lifetime has passed (the
-    resync looks at every deployment each minute), so a pod started at any time can fetch the code."""
-    code = deployment.spec.get("code_configuration") or {}
-    if not code or not upload_sha256(code["code"]):
+def _renew_fetch_urls(conn, deployment: OnlineDeployment) -> None:
+    """Keep live fetch URLs of the deployment's current code and model in its Secret: new ones when it names other
+    snapshots (the spec changed) or once half of their lifetime has passed (the resync looks at every deployment each
+    minute), so a pod started at any time fetches what the spec names."""
+    fetched = fetched_snapshots(deployment.spec)
+    if not fetched:
         return
     namespace, name = _names(deployment)
     live = kube.get(conn, "v1", "Secret", code_secret_name(name), namespace)
-    expires = ((live or {}).get("metadata", {}).get("annotations") or {}).get(EXPIRES_ANNOTATION, "")
+    annotations = (live or {}).get("metadata", {}).get("annotations") or {}
+    expires, named = annotations.get(EXPIRES_ANNOTATION, ""), snapshots_label(fetched)
     lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS
-    if expires.isdigit() and int(expires) - time.time() > lifetime / 2:
+    if annotations.get(SNAPSHOTS_ANNOTATION) == named and expires.isdigit() and int(expires) - time.time() > lifetime / 2:
         return
-    snapshot = delivery.snapshot_named(deployment.endpoint.workspace, code["code"])
-    if snapshot is None:
-        raise delivery.DeliveryRefused(f"The uploaded code {code['code']} is no longer stored in the workspace.")
     endpoint = deployment.endpoint
-    url = delivery.fetch_url(snapshot, lifetime, purpose=f"deployment {endpoint.name}/{deployment.name}")
+    urls = {}
+    for key, reference in fetched.items():
+        what = "model" if key == MODEL_URL_KEY else "code"
+        snapshot = delivery.snapshot_named(endpoint.workspace, reference)
+        if snapshot is None:
+            raise delivery.DeliveryRefused(f"The uploaded {what} {reference} is no longer stored in the workspace.")
+        urls[key] = delivery.fetch_url(snapshot, lifetime, purpose=f"deployment {endpoint.name}/{deployment.name} {what}")
     kube.apply(conn, code_secret_manifest(name=name, namespace=namespace, workspace=endpoint.workspace.name,
-                                          endpoint=endpoint.name, deployment=deployment.name, url=url,
-                                          expires=int(time.time()) + lifetime))
+                                          endpoint=endpoint.name, deployment=deployment.name, urls=urls,
+                                          expires=int(time.time()) + lifetime, snapshots=named))
 
 
 def delete_kube_deployment(deployment: OnlineDeployment) -> bool:
@@ -99,10 +107,10 @@ def reconcile_kube_deployment(deployment: OnlineDeployment) -> float | None:
         namespace, name = _names(deployment)
         kube.delete(conn, "autoscaling/v2", "HorizontalPodAutoscaler", name, namespace)
     try:
-        _renew_code_url(conn, deployment)
+        _renew_fetch_urls(conn, deployment)
         live = [kube.apply(conn, manifest) for manifest in manifests]
     except delivery.DeliveryRefused as exc:
-        record_status(deployment, ProvisioningState.FAILED, [problem("CodeMissing", str(exc))], manifests=manifests)
+        record_status(deployment, ProvisioningState.FAILED, [problem("SnapshotMissing", str(exc))], manifests=manifests)
         return None
     except kube.KubeRejected as exc:
         record_status(deployment, ProvisioningState.FAILED, [problem("Rejected", f"The cluster refused the deployment: {exc}")], manifests=manifests)

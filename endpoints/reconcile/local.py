@@ -21,6 +21,7 @@ from compute.runners import sandbox, unix_http
 from controlplane.reconciling import ProvisioningState, problem, record_status
 from workspaces.access import local_compute_refusal
 
+from ..model_spec import bounds_problems, is_stored, model_dir
 from ..models import OnlineDeployment
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ SERVER_APP = "azureml_inference_server_http.server.entry:app"
 SERVER_DIR, INSIDE, SOCKET = "server", Path("/run/dockyard"), "server.sock"
 # Azure ML's model layout: AZUREML_MODEL_DIR is <models>/<name>/<version>, holding the model file or folder by its own
 # name. The inference server reads it so: a folder not ending in a version it lists as <name>/<version> folders, and a
-# model folder (or file) there made it log a NotADirectoryError at every start.
+# model folder (or file) there made it log a NotADirectoryError at every start. A host folder is shown as the model
+# "model", version 1; a registered or uploaded one at its own name and version (endpoints.model_spec.model_dir).
 MODEL_DIR = Path("/var/azureml-app/azureml-models/model/1")
 CODE_INSIDE = Path("/var/azureml-app/code")  # where uploaded code is shown to the server (read-only)
 
@@ -65,40 +67,52 @@ def _server_command(deployment: OnlineDeployment) -> str:
 
 
 def _paths(deployment: OnlineDeployment) -> tuple[list[sandbox.Bind], dict[str, str], Path | None]:
-    """Read-only binds of the code and model (only from DOCKYARD_LOCAL_PATHS), their variables, the code folder."""
+    """Read-only binds of the code and model (uploads, or folders from DOCKYARD_LOCAL_PATHS), their variables, the code
+    folder."""
     spec, binds, env, code_folder = deployment.spec, [], {}, None
     code = spec.get("code_configuration")
     if code and upload_sha256(code["code"]):
-        bind = sandbox.Bind(_uploaded_code(deployment, code["code"]), CODE_INSIDE)
-        binds.append(bind)
-        code_folder = bind.inside
-        env["AZUREML_ENTRY_SCRIPT"] = str(code_folder / code["scoring_script"])
+        bind = sandbox.Bind(_written_out(deployment, "code", code["code"]), CODE_INSIDE)
     elif code:
         bind = sandbox.local_path_bind(code["code"], "code folder")
+    if code:
         binds.append(bind)
         code_folder = bind.inside
         env["AZUREML_ENTRY_SCRIPT"] = str(code_folder / code["scoring_script"])
-    if spec.get("model"):
-        bind = sandbox.local_path_bind(spec["model"]["path"], "model path")
-        binds.append(sandbox.Bind(bind.source, MODEL_DIR / Path(spec["model"]["path"]).name))
+    model = spec.get("model")
+    if is_stored(model):
+        inside = Path(model_dir(model))
+        binds.append(sandbox.Bind(_written_out(deployment, "model", model["path"]), inside))
+        env["AZUREML_MODEL_DIR"] = str(inside)
+    elif model:
+        bind = sandbox.local_path_bind(model["path"], "model path")
+        binds.append(sandbox.Bind(bind.source, MODEL_DIR / Path(model["path"]).name))
         env["AZUREML_MODEL_DIR"] = str(MODEL_DIR)
     return binds, env, code_folder
 
 
-def _uploaded_code(deployment: OnlineDeployment, reference: str) -> Path:
-    """The uploaded code written out once under the deployment's folder (a folder per snapshot), shown read-only."""
+def _written_out(deployment: OnlineDeployment, kind: str, reference: str) -> Path:
+    """An uploaded snapshot (the code, or the model) written out once under the deployment's folder, a folder per
+    snapshot: written beside its place and renamed into it, so a crash leaves no half folder that looks whole."""
     sha256 = upload_sha256(reference)
-    folder = folder_of(deployment) / "code" / sha256
+    folder = folder_of(deployment) / kind / sha256
     if folder.is_dir():
         return folder
     snapshot = delivery.snapshot_named(deployment.endpoint.workspace, reference)
     if snapshot is None:
-        raise sandbox.Refused(f"The uploaded code {reference} is no longer stored in the workspace.")
+        raise sandbox.Refused(f"The uploaded {kind} {reference} is no longer stored in the workspace.")
+    if kind == "model":
+        limits = (settings.DOCKYARD_DEPLOYMENT_MODEL_MAX_FILES, settings.DOCKYARD_DEPLOYMENT_MODEL_MAX_BYTES)
+        problems = bounds_problems(snapshot.file_count, snapshot.size, *limits)
+        if problems:
+            raise sandbox.Refused(problems[0][1])
+    else:
+        limits = (settings.DOCKYARD_JOB_CODE_MAX_FILES, settings.DOCKYARD_JOB_CODE_MAX_BYTES)
     partial = folder.with_name(f"{sha256}.partial")
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(folder.parent, ignore_errors=True)  # an earlier version's code goes with the change
+    shutil.rmtree(folder.parent, ignore_errors=True)  # an earlier version's goes with the change
     try:
-        delivery.materialise(snapshot, partial, settings.DOCKYARD_JOB_CODE_MAX_FILES, settings.DOCKYARD_JOB_CODE_MAX_BYTES)
+        delivery.materialise(snapshot, partial, *limits)
     except delivery.DeliveryRefused as exc:
         raise sandbox.Refused(str(exc)) from None
     partial.rename(folder)

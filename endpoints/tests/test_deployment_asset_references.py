@@ -48,7 +48,6 @@ def test_a_kubernetes_deployment_runs_the_referenced_image(api, k8s, assets, ref
 @pytest.mark.parametrize("body, words", [
     (local_deployment(environment="azureml:nope:1"), "no version 1 of environment 'nope'"),
     (local_deployment(model="azureml:nope:1"), "no version 1 of model 'nope'"),
-    (local_deployment(model="azureml:adder-model:1"), "not mounted at AZUREML_MODEL_DIR yet"),
 ])
 def test_references_that_do_not_resolve_or_cannot_be_used_are_refused(api, assets, body, words):
     create_endpoint(api)

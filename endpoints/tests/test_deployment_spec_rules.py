@@ -60,14 +60,26 @@ def test_endpoint_name_may_be_repeated_but_must_match():
     ({"path": "./model"}, {"path": "./model", "type": "custom_model"}),
     ({"path": "./model", "type": "custom_model"}, {"path": "./model", "type": "custom_model"}),
     ({"path": "./mlflow-model", "type": "mlflow_model"}, {"path": "./mlflow-model", "type": "mlflow_model"}),
+    ("azureml:sklearn-mnist:1", {"reference": "azureml:sklearn-mnist:1"}),  # resolved by the service
+    ("azureml:sklearn-mnist@latest", {"reference": "azureml:sklearn-mnist@latest"}),
+    ({"path": "azureml://uploads/" + "a" * 64, "type": "MLflow_Model", "name": "mnist", "version": 2},
+     {"path": "azureml://uploads/" + "a" * 64, "type": "mlflow_model", "name": "mnist", "version": "2"}),
 ])
 def test_model_forms_accepted(model, parsed):
     assert parse_deployment(deployment(model=model), "ep")["model"] == parsed
 
 
 @pytest.mark.parametrize("model, target", [
-    pytest.param("azureml:sklearn-mnist:1", "model", id="registered-model"),
-    pytest.param("azureml:sklearn-mnist@latest", "model", id="registered-model-label"),
+    pytest.param("azureml:sklearn-mnist", "model", id="registered-model-without-version"),
+    pytest.param("azureml:../x:1", "model", id="registered-model-path-escape"),
+    pytest.param("azureml:x\x00:1", "model", id="registered-model-nul"),
+    pytest.param("azureml:" + "m" * 5000 + ":1", "model", id="registered-model-huge"),
+    pytest.param("azureml://registries/azureml/environments/x/versions/1", "model", id="an-environment"),
+    pytest.param({"path": "./model", "type": "triton_model"}, "model.type", id="triton"),
+    pytest.param({"path": "./model", "datastore": "x"}, "model.datastore", id="unknown-inline-field"),
+    pytest.param({"path": "./model", "name": "../up"}, "model.name", id="inline-name-escape"),
+    pytest.param({"path": "./model", "version": "0"}, "model.version", id="inline-version-zero"),
+    pytest.param({"reference": "azureml:m:1", "path": 5}, "model.path", id="shown-path-not-text"),
     pytest.param("", "model", id="empty-string"),
     pytest.param({"type": "mlflow_model"}, "model", id="mapping-without-path"),
     pytest.param({"path": ""}, "model", id="empty-path"),
@@ -276,7 +288,6 @@ def test_deployment_other_fields_refused(fields, target):
 
 
 @pytest.mark.parametrize("fields, target, words", [
-    ({"model_mount_path": "/var/model"}, "model_mount_path", "does not mount models"),
     ({"data_collector": {"collections": {}}}, "data_collector", "log inputs and outputs"),
     ({"egress_public_network_access": "disabled"}, "egress_public_network_access", "managed online deployment"),
     ({"private_network_connection": True}, "private_network_connection", "managed online deployment"),

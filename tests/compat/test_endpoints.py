@@ -186,7 +186,7 @@ def test_a_gpu_limit_above_the_instance_types_is_refused_and_cpu_keeps_its_headr
     ("scale_settings: {type: target_utilization, polling_interval: 1}", "scale_settings.polling_interval",
      "horizontal-pod-autoscaler-sync-period"),
     ("request_settings: {max_queue_wait_ms: 500}", "request_settings.max_queue_wait_ms", "no request queue"),
-    ("model_mount_path: /var/mountpath", "model_mount_path", "does not mount models"),
+    ("model_mount_path: /var/mountpath", "model_mount_path", "registered or uploaded model"),
     ("data_collector: {collections: {model_inputs: {enabled: 'True'}}}", "data_collector", "Data collection"),
     ("egress_public_network_access: disabled", "egress_public_network_access", "managed online deployment"),
     ("scale_settings: {type: manual}", "scale_settings.type", "default or target_utilization"),

@@ -36,7 +36,8 @@ DEPLOYMENT_FIELDS = (
                                                      "for local deployments, in the image for Kubernetes)."),
     Field("scoring_script", "Scoring script", required=True, initial="score.py",
           help="Relative to the code folder; it defines init() and run(raw_data)."),
-    Field("model", "Model path", help="Optional: a file or folder, given to the script as AZUREML_MODEL_DIR."),
+    Field("model", "Model", help="Optional: a registered model (azureml:<name>:<version> or azureml:<name>@latest) or a "
+                                 "file or folder, given to the script as AZUREML_MODEL_DIR."),
     Field("image", "Environment image", help="The container image, required on Kubernetes (not for local deployments: they run in a venv), e.g. "
                                              "mcr.microsoft.com/azureml/minimal-ubuntu22.04-py39-cpu-inference:latest."),
     Field("venv", "Python venv", help="Local only: the venv the server runs in, with azureml-inference-server-http "
@@ -160,7 +161,8 @@ def deployment_body(data, endpoint_name: str) -> tuple[dict, list[dict]]:
     text = {spec.name: (data.get(spec.name) or "").strip() for spec in DEPLOYMENT_FIELDS if spec.kind != "pairs"}
     body = {"$schema": DEPLOYMENT_SCHEMA, "name": text["name"], "endpoint_name": endpoint_name}
     if text["model"]:
-        body["model"] = {"path": text["model"]}
+        # a registered model is named by its reference, as the YAML does; anything else is a path
+        body["model"] = text["model"] if text["model"].startswith("azureml:") else {"path": text["model"]}
     if text["code"] or text["scoring_script"]:
         body["code_configuration"] = {"code": text["code"], "scoring_script": text["scoring_script"]}
     environment = {key: text[key] for key in ("image", "venv") if text[key]}

@@ -173,3 +173,8 @@ def test_deleting_a_deployment_without_traffic(client_as, owner, blue_green):
     assert response.status_code == 302
     assert OnlineDeployment.objects.get(name="idle").provisioning_state == ProvisioningState.DELETING
     assert client_as("reader").post(f"{EP}deployments/blue/delete/").status_code == 403
+
+
+def test_a_registered_model_is_sent_by_its_reference(client_as, endpoint):
+    response = client_as("contributor").post(f"{EP}deployments/new/preview/", {**DEPLOYMENT_FORM, "model": "azureml:adder@latest"})
+    assert yaml.safe_load(text(response))["model"] == "azureml:adder@latest"

@@ -66,9 +66,9 @@ def _renew_code_url(conn, deployment: OnlineDeployment) -> None:
     namespace, name = _names(deployment)
     live = kube.get(conn, "v1", "Secret", code_secret_name(name), namespace)
     expires = ((live or {}).get("metadata", {}).get("annotations") or {}).get(EXPIRES_ANNOTATION, "")
-    lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS
-    if expires.isdigit() and int(expires) - time.time() > lifetime / 2:
+    if not delivery.renewal_due(expires):
         return
+    lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS
     snapshot = delivery.snapshot_named(deployment.endpoint.workspace, code["code"])
     if snapshot is None:
         raise delivery.DeliveryRefused(f"The uploaded code {code['code']} is no longer stored in the workspace.")

@@ -9,14 +9,14 @@ import pytest
 from django.core import signing
 
 from assets import delivery
+from compute.models import ComputeTarget
 from jobs import reconcile
 from jobs.manifests import input_container_name, kube_job_name
 from jobs.models import Job
-from jobs.tests.test_kubernetes import (  # noqa: F401 (fixtures)
+from jobs.tests.test_kubernetes import (  # noqa: F401
     BASE,
     GROUP,
-    api,
-    compute,
+    attach,
     fresh_clients,
     load,
     observe,
@@ -24,9 +24,10 @@ from jobs.tests.test_kubernetes import (  # noqa: F401 (fixtures)
     run_reconcile,
     submit,
 )
-from jobs.tests.test_uploaded_code import fetch, src, upload  # noqa: F401 (fixtures)
+from jobs.tests.test_uploaded_code import fetch, upload
 
 KUBERNETES = "1.36"
+pytestmark = pytest.mark.usefixtures("k8s")
 DATA_URL = "https://data.example.org/sets/iris.csv?sv=2024&sig=secret"
 
 
@@ -47,6 +48,24 @@ def pod_spec(fake, name: str) -> dict:
 
 
 @pytest.fixture
+def k8s(owner_api, workspace, fake_kube) -> ComputeTarget:
+    return attach(owner_api, fake_kube)
+
+
+@pytest.fixture
+def api(owner_api):
+    return owner_api
+
+
+@pytest.fixture
+def src(tmp_path):
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "main.py").write_text("print('hello')\n")
+    return folder
+
+
+@pytest.fixture
 def clock(monkeypatch):
     """Dockyard's clock (time.time), moved by hand: URL expiry and renewal read it."""
     now = [time.time()]
@@ -55,7 +74,7 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def with_inputs(api, src, workspace):
+def with_inputs(api, src):
     """A job with code, a snapshot input (ro_mount) and a URL input (download), resolved as "io" records them."""
     code = upload(api, src)
     data = upload(api, src)  # the same folder serves as the data snapshot
@@ -68,7 +87,7 @@ def with_inputs(api, src, workspace):
     return name
 
 
-def test_the_pod_fetches_code_and_inputs_from_its_secret_then_runs_and_uploads(fake_kube, compute, with_inputs,
+def test_the_pod_fetches_code_and_inputs_from_its_secret_then_runs_and_uploads(fake_kube, k8s, with_inputs,
                                                                                client, settings):
     settings.DOCKYARD_EXTERNAL_URL = "https://dockyard.example.org"
     name = with_inputs
@@ -112,7 +131,7 @@ def test_the_pod_fetches_code_and_inputs_from_its_secret_then_runs_and_uploads(f
     assert statuses["fetch-code"]["terminated"]["exitCode"] == 0 and "running" in statuses["upload-outputs"]
     assert fake_kube.secrets_read("default", pod["metadata"]["name"], "fetch-code") == {
         f"/var/dockyard/urls/{key}": value for key, value in urls.items()}
-    observe(compute)
+    observe(k8s)
     assert load(name).status == "Running"
 
     fake_kube.advance(5)  # the main container ends: the sidecar is sent SIGTERM and uploads
@@ -122,11 +141,11 @@ def test_the_pod_fetches_code_and_inputs_from_its_secret_then_runs_and_uploads(f
     assert sidecar["state"]["terminated"]["exitCode"] == 0
     read = fake_kube.secrets_read("default", pod["metadata"]["name"], "upload-outputs")
     assert read["/var/dockyard/urls/outputs"] == urls["outputs"]
-    observe(compute)
+    observe(k8s)
     assert load(name).status == "Completed"
 
 
-def test_a_job_without_code_still_runs_in_an_emptydir_with_outputs(fake_kube, compute, api):
+def test_a_job_without_code_still_runs_in_an_emptydir_with_outputs(fake_kube, k8s, api):
     name = submit(api, command="echo hi > outputs/hello.txt")
     run_reconcile(name)
     spec = pod_spec(fake_kube, name)
@@ -136,7 +155,7 @@ def test_a_job_without_code_still_runs_in_an_emptydir_with_outputs(fake_kube, co
     assert sorted(urls_of(fake_kube, name)) == ["outputs"]
 
 
-def test_a_distributed_jobs_sidecar_knows_its_rank(fake_kube, compute, api):
+def test_a_distributed_jobs_sidecar_knows_its_rank(fake_kube, k8s, api):
     name = submit(api, resources={"instance_count": 2}, distribution={"type": "pytorch", "process_count_per_instance": 1})
     run_reconcile(name)
     sidecar = pod_spec(fake_kube, name)["initContainers"][-1]
@@ -158,7 +177,7 @@ def test_input_steps_are_named_by_dns_labels_whatever_the_input_is_called(index,
 
 # --- the URL Secret: renewal, lifetime, crash, deletion --------------------------------------------
 
-def test_the_urls_are_renewed_at_half_life_and_not_before(fake_kube, compute, api, src, settings, clock):
+def test_the_urls_are_renewed_at_half_life_and_not_before(fake_kube, k8s, api, src, settings, clock):
     settings.DOCKYARD_ARTIFACT_URL_SECONDS = 600
     fake_kube.plan_pods(run_seconds=None)
     name = submit(api, code=upload(api, src))
@@ -168,20 +187,20 @@ def test_the_urls_are_renewed_at_half_life_and_not_before(fake_kube, compute, ap
     assert len(writes()) == 1
 
     clock[0] += 299
-    observe(compute)
+    observe(k8s)
     assert len(writes()) == 1 and urls_of(fake_kube, name) == first  # more than half of the lifetime is left
 
     clock[0] += 2
-    observe(compute)
+    observe(k8s)
     renewed = urls_of(fake_kube, name)
     assert len(writes()) == 2 and renewed["code"] != first["code"] and renewed["outputs"] != first["outputs"]
     expires = int(secret_of(fake_kube, name)["metadata"]["annotations"]["dockyard.dev/url-expires"])
     assert expires == int(clock[0]) + 600 and load(name).runner["urls_expire"] == expires
-    observe(compute)
+    observe(k8s)
     assert len(writes()) == 2
 
 
-def test_a_job_queued_longer_than_the_url_lifetime_still_fetches(fake_kube, compute, api, src, client, settings, clock):
+def test_a_job_queued_longer_than_the_url_lifetime_still_fetches(fake_kube, k8s, api, src, client, settings, clock):
     settings.DOCKYARD_ARTIFACT_URL_SECONDS = 60
     name = submit(api, code=upload(api, src), resources={"instance_type": "defaultinstancetype"})
     for node in ("node-0", "node-1", "gpu-node-0"):  # no node takes it: the job waits in the queue
@@ -190,7 +209,7 @@ def test_a_job_queued_longer_than_the_url_lifetime_still_fetches(fake_kube, comp
     issued = urls_of(fake_kube, name)["code"]
     for _ in range(10):  # ten minutes in the queue, the loop looking every 20 s
         clock[0] += 20
-        observe(compute)
+        observe(k8s)
     assert load(name).status == "Queued"
     assert fetch(client, issued).status_code == 403  # the URL of the submit has long expired
 
@@ -201,20 +220,20 @@ def test_a_job_queued_longer_than_the_url_lifetime_still_fetches(fake_kube, comp
     assert read != issued and fetch(client, read).status_code == 200  # what the init step read when it ran works
 
 
-def test_renewal_stops_once_the_job_has_ended(fake_kube, compute, api, settings, clock):
+def test_renewal_stops_once_the_job_has_ended(fake_kube, k8s, api, settings, clock):
     settings.DOCKYARD_ARTIFACT_URL_SECONDS = 60
     fake_kube.plan_pods(run_seconds=1)
     name = submit(api)
     run_reconcile(name)
     fake_kube.advance(2)
-    observe(compute)
+    observe(k8s)
     assert load(name).status == "Completed"
     clock[0] += 3600
-    observe(compute)
+    observe(k8s)
     assert len([r for r in fake_kube.requests.writes() if r.resource == "secrets"]) == 1
 
 
-def test_a_crash_between_the_job_and_its_secret_converges(fake_kube, compute, api, src):
+def test_a_crash_between_the_job_and_its_secret_converges(fake_kube, k8s, api, src):
     from controlplane.kube import client as kube
 
     fake_kube.plan_pods(run_seconds=2)
@@ -235,11 +254,11 @@ def test_a_crash_between_the_job_and_its_secret_converges(fake_kube, compute, ap
     assert run_reconcile(name).status == "Queued"  # the task's retry: the same Job, then the Secret
     assert len(fake_kube.list("jobs", "default", group=GROUP)) == 1 and secret_of(fake_kube, name) is not None
     fake_kube.advance(5)
-    observe(compute)
+    observe(k8s)
     assert load(name).status == "Completed"
 
 
-def test_the_secret_goes_with_the_job_on_cancel(fake_kube, compute, api):
+def test_the_secret_goes_with_the_job_on_cancel(fake_kube, k8s, api):
     fake_kube.plan_pods(run_seconds=None)
     name = submit(api)
     run_reconcile(name)
@@ -254,7 +273,7 @@ def test_the_secret_goes_with_the_job_on_cancel(fake_kube, compute, api):
     assert deletes  # deleted by the stop path once the Job was gone (the garbage collector would have too)
 
 
-def test_the_garbage_collector_removes_the_secret_when_the_job_goes_another_way(fake_kube, compute, api):
+def test_the_garbage_collector_removes_the_secret_when_the_job_goes_another_way(fake_kube, k8s, api):
     fake_kube.plan_pods(run_seconds=None)
     name = submit(api)
     run_reconcile(name)
@@ -264,7 +283,7 @@ def test_the_garbage_collector_removes_the_secret_when_the_job_goes_another_way(
                                                        if r.resource == "secrets"]
 
 
-def test_a_job_whose_code_snapshot_is_gone_fails_before_anything_is_applied(fake_kube, compute, api, src):
+def test_a_job_whose_code_snapshot_is_gone_fails_before_anything_is_applied(fake_kube, k8s, api, src):
     name = submit(api, code=upload(api, src))
     Job.objects.filter(name=name).update(resolved_inputs={"data": {"snapshot": "0" * 64, "file": None}})
     job = run_reconcile(name)
@@ -272,7 +291,7 @@ def test_a_job_whose_code_snapshot_is_gone_fails_before_anything_is_applied(fake
     assert fake_kube.get("jobs", kube_name(name), "default", group=GROUP) is None
 
 
-def test_the_upload_token_names_one_job_and_its_own_purpose(fake_kube, compute, api):
+def test_the_upload_token_names_one_job_and_its_own_purpose(fake_kube, k8s, api):
     name = submit(api)
     run_reconcile(name)
     token = urls_of(fake_kube, name)["outputs"].rstrip("/").rsplit("/", 1)[1]

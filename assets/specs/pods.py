@@ -108,6 +108,7 @@ def upload_script(folder: str, url_file: str) -> str:
             f'"$(cat {shlex.quote(url_file)})$RANK/"')
     return "\n".join([
         "upload() {",
+        '  kill "$sleeper" 2>/dev/null',
         f"  cd {target} || exit 0",
         f"  find . -type f > {UPLOAD_LIST}",
         "  skipped=$(find . ! -type f ! -type d | wc -l)",
@@ -125,7 +126,7 @@ def upload_script(folder: str, url_file: str) -> str:
         "}",
         "trap upload TERM",
         f'echo "waiting for the main container to end, then uploading {_quoted_text(folder)}"',
-        "while true; do sleep 3600 & wait $!; done",
+        'while true; do sleep 3600 >/dev/null 2>&1 & sleeper=$!; wait "$sleeper"; done',
     ])
 
 

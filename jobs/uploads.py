@@ -4,10 +4,13 @@ The signed token (assets.delivery, its own salt) is the only authorisation: it n
 when it stops working. Each rank's upload is read as hostile (assets.archives, under the snapshot limits: nothing is
 stored unless every member passes) and stored as a snapshot of the workspace; the job's outputs are then the ranks'
 snapshots merged, the lowest rank winning a path two ranks wrote (a single-node job's outputs are its one upload).
-The same rank sending again replaces its part (a retried upload of the same files changes nothing).
+The same rank sending again replaces its part (a retried upload of the same files changes nothing). A pod's upload
+always comes before Dockyard sees its job end (the pod ends only once its sidecar has uploaded), so an upload arriving
+LATE_UPLOAD_SECONDS after the job's recorded end is refused: a token left in the cluster cannot rewrite old outputs.
 """
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import BinaryIO
 
 from django.db import transaction
@@ -23,6 +26,7 @@ from .outputs import record_outputs
 
 logger = logging.getLogger("dockyard.artifacts")
 PARTS = "outputs"  # runner: {rank: sha256 of the snapshot that rank sent}
+LATE_UPLOAD_SECONDS = 300
 
 
 class UploadRefused(BadRequest):
@@ -50,6 +54,10 @@ def outputs_receive(*, token: str, rank: int, body: BinaryIO, content_type: str,
     if job is None or job.deleting:
         logger.warning("Refused an outputs upload for job %s: it is gone (from %s).", claim.job_id, client or "?")
         raise UploadRefused("The job this link names no longer exists.", code="UploadRefused")
+    if job.end_time and job.end_time < timezone.now() - timedelta(seconds=LATE_UPLOAD_SECONDS):
+        logger.warning("Refused an outputs upload for job %s: it ended at %s (from %s).", job.pk, job.end_time,
+                       client or "?")
+        raise UploadRefused("The job this link names has ended; its outputs were collected then.", code="UploadRefused")
     nodes = job.spec.get("resources", {}).get("instance_count", 1)
     if not 0 <= rank < nodes:
         raise BadRequest(f"rank is 0 to {nodes - 1} for this job.", code="InvalidRank", target="rank")

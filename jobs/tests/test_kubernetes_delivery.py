@@ -145,6 +145,21 @@ def test_the_pod_fetches_code_and_inputs_from_its_secret_then_runs_and_uploads(f
     assert load(name).status == "Completed"
 
 
+def test_an_oom_killed_main_container_still_has_its_outputs_uploaded(fake_kube, k8s, api):
+    fake_kube.plan_pods(run_seconds=3, exit_code=137, reason="OOMKilled")
+    name = submit(api)
+    run_reconcile(name)
+    fake_kube.advance(4)
+    pod = pods_of(fake_kube, name)[0]
+    assert pod["status"]["phase"] == "Failed"
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "OOMKilled"
+    sidecar = next(s for s in pod["status"]["initContainerStatuses"] if s["name"] == "upload-outputs")
+    assert "terminated" in sidecar["state"]  # sent SIGTERM once the main container was killed: it uploaded
+    assert fake_kube.secrets_read("default", pod["metadata"]["name"], "upload-outputs")["/var/dockyard/urls/outputs"]
+    observe(k8s)
+    assert load(name).status == "Failed"
+
+
 def test_a_job_without_code_still_runs_in_an_emptydir_with_outputs(fake_kube, k8s, api):
     name = submit(api, command="echo hi > outputs/hello.txt")
     run_reconcile(name)

@@ -151,6 +151,21 @@ def test_a_token_for_a_job_that_is_gone_writes_nothing(client, owner_api):
     assert Snapshot.objects.count() == 0
 
 
+def test_an_upload_long_after_the_job_ended_is_refused(client, owner_api):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    job = make_job(owner_api)
+    token = token_for(job)
+    Job.objects.filter(pk=job.pk).update(status="Completed", end_time=timezone.now() - timedelta(seconds=60))
+    assert post(client, token, 0, packed({"a": b"a"})).status_code == 201  # the upload the pod made as it ended
+    Job.objects.filter(pk=job.pk).update(end_time=timezone.now() - timedelta(seconds=301))
+    assert "has ended" in refused(post(client, token, 0, packed({"b": b"b"})), 403, "UploadRefused")
+    job.refresh_from_db()
+    assert [path for path, _, _ in job.outputs_snapshot.files] == ["a"]
+
+
 def bomb() -> bytes:
     """A gzip of one file of 2 GiB of zeros, compressed to a few MB."""
     buffer = io.BytesIO()

@@ -81,14 +81,16 @@ def _urls(job: Job) -> dict[str, str]:
     return urls
 
 
-def _apply_urls(job: Job, conn: kube.Connection, job_uid: str, urls: dict[str, str] | None = None) -> int:
-    """Write the job's URL Secret (owned by its Job); returns when its URLs stop working."""
-    expires = int(time.time()) + settings.DOCKYARD_ARTIFACT_URL_SECONDS
+def _apply_urls(job: Job, conn: kube.Connection, job_uid: str, urls: dict[str, str], expires: int) -> None:
+    """Write the job's URL Secret, owned by its Job, saying when its URLs stop working."""
     kube.apply(conn, urls_secret_manifest(job_name=job.runner.get("job") or kube_job_name(job.workspace.name, job.name),
-                                          namespace=_namespace(job), workspace=job.workspace.name,
-                                          urls=urls if urls is not None else _urls(job), expires=expires,
-                                          job_uid=job_uid))
-    return expires
+                                          namespace=_namespace(job), workspace=job.workspace.name, urls=urls,
+                                          expires=expires, job_uid=job_uid))
+
+
+def _expiry() -> int:
+    """When URLs issued from now on stop working (taken before they are issued: never later than theirs)."""
+    return int(time.time()) + settings.DOCKYARD_ARTIFACT_URL_SECONDS
 
 
 def renew_urls(job: Job, conn: kube.Connection) -> None:
@@ -96,7 +98,8 @@ def renew_urls(job: Job, conn: kube.Connection) -> None:
     every active job every few seconds), so a pod that starts or ends at any time fetches and uploads."""
     if not job.runner.get(JOB_UID) or not delivery.renewal_due(job.runner.get(URLS_EXPIRE)):
         return
-    expires = _apply_urls(job, conn, job.runner[JOB_UID])
+    expires = _expiry()
+    _apply_urls(job, conn, job.runner[JOB_UID], _urls(job), expires)
     job.runner = {**job.runner, URLS_EXPIRE: expires}
     job.save(update_fields=["runner", "updated_at"])
 
@@ -106,6 +109,7 @@ def submit_kubernetes(job: Job) -> None:
     Secret. A crash in between leaves the pod waiting for the Secret's volume: the retried submit applies it."""
     try:
         manifests = render(job)
+        expires = _expiry()
         urls = _urls(job) if manifests is not None else {}
     except delivery.DeliveryRefused as exc:
         save(job, transition(job, JobStatus.FAILED, str(exc)) + generation_seen(job))
@@ -120,7 +124,7 @@ def submit_kubernetes(job: Job) -> None:
         for manifest in manifests:
             live = kube.apply(conn, manifest)
             applied.append(manifest)
-        expires = _apply_urls(job, conn, live["metadata"]["uid"], urls)
+        _apply_urls(job, conn, live["metadata"]["uid"], urls, expires)
     except kube.KubeRejected as exc:
         _remove(conn, applied)  # a refused Job leaves no headless Service behind
         save(job, transition(job, JobStatus.FAILED, f"The cluster refused the job: {exc}") + _remember(job, manifests)

@@ -1,8 +1,11 @@
-"""Snapshots delivered to where code runs: written out as a local job's folder, or fetched by a pod with a signed URL.
+"""Snapshots delivered to where code runs: written out as a local job's folder, or fetched by a pod with a signed URL;
+and the signed URL a pod gives its outputs back to.
 
 A pod must not need Dockyard's database or broker, nor an API token that reaches a whole workspace: it gets a URL
 whose token names one snapshot of one workspace and when it stops working (django.core.signing, HMAC with
-SECRET_KEY), answered as a deterministic .tar.gz. Every URL issued and every fetch is logged.
+SECRET_KEY), answered as a deterministic .tar.gz. An upload token (its own salt) names one job of one workspace and
+takes nothing but that job's outputs. Every URL issued, every fetch and every upload is logged. URLs kept in a
+cluster are renewed once half of their lifetime has passed (`renewal_due`), so a pod that starts late still works.
 """
 import logging
 import os
@@ -23,6 +26,8 @@ logger = logging.getLogger("dockyard.artifacts")
 
 FETCH_SALT = "dockyard.artifacts.fetch"
 FETCH_PATH = "/api/v1/artifacts/fetch/"
+UPLOAD_SALT = "dockyard.artifacts.outputs"
+UPLOAD_PATH = "/api/v1/artifacts/outputs/"
 COPY_CHUNK = 1024 * 1024
 WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -44,6 +49,11 @@ def snapshot_named(workspace, reference: str) -> Snapshot | None:
     sha256 = spec.upload_sha256(reference)
     if sha256 is None:
         return None
+    return Snapshot.objects.filter(workspace=workspace, sha256=sha256).first()
+
+
+def snapshot_of(workspace, sha256: str) -> Snapshot | None:
+    """The workspace's snapshot with this sha256, or None."""
     return Snapshot.objects.filter(workspace=workspace, sha256=sha256).first()
 
 
@@ -180,3 +190,58 @@ def snapshot_for_token(token: str, client: str = "") -> Snapshot:
 
 def _shown(claim: object) -> str:
     return str(claim.get("s"))[:64] if isinstance(claim, dict) else "?"
+
+
+# Renewal
+
+
+def renewal_due(expires: object, lifetime: int | None = None, now: float | None = None) -> bool:
+    """Whether URLs that stop working at `expires` (epoch seconds, as int or text; missing: never issued) need new
+    ones: once half of their lifetime has passed, so a URL read at any moment has at least half a lifetime left."""
+    lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS if lifetime is None else lifetime
+    text = str(expires) if expires is not None else ""
+    if not text.isdigit():
+        return True
+    return int(text) - (time.time() if now is None else now) <= lifetime / 2
+
+
+# Signed upload URLs for a job's outputs
+
+
+@dataclass(frozen=True)
+class UploadClaim:
+    """What a verified upload token names."""
+
+    workspace_id: int
+    job_id: int
+
+
+def upload_token(workspace_id: int, job_id: int, seconds: int | None = None, purpose: str = "") -> str:
+    """A token that takes the outputs of this one job (any of its ranks) until it expires."""
+    seconds = settings.DOCKYARD_ARTIFACT_URL_SECONDS if seconds is None else seconds
+    token = signing.dumps({"w": workspace_id, "j": job_id, "e": int(time.time()) + seconds}, salt=UPLOAD_SALT)
+    logger.info("Issued an outputs upload URL for job %s of workspace %s%s, good for %d s.", job_id, workspace_id,
+                f" ({purpose})" if purpose else "", seconds)
+    return token
+
+
+def upload_url(workspace_id: int, job_id: int, seconds: int | None = None, purpose: str = "") -> str:
+    """The absolute URL a pod POSTs its packed outputs to, followed by `<rank>/`."""
+    return settings.DOCKYARD_EXTERNAL_URL.rstrip("/") + UPLOAD_PATH + upload_token(workspace_id, job_id, seconds,
+                                                                                   purpose) + "/"
+
+
+def upload_claim(token: str, client: str = "") -> UploadClaim:
+    """The job an upload token names; DeliveryRefused when it is forged (or signed for another purpose) or expired."""
+    try:
+        claim = signing.loads(token, salt=UPLOAD_SALT)
+    except signing.BadSignature:
+        logger.warning("Refused an outputs upload with a token that does not verify (from %s).", client or "?")
+        raise DeliveryRefused("This upload link is not valid.") from None
+    if not isinstance(claim, dict) or not all(isinstance(claim.get(key), int) for key in ("w", "j", "e")):
+        logger.warning("Refused an outputs upload with a malformed claim (from %s).", client or "?")
+        raise DeliveryRefused("This upload link is not valid.")
+    if claim["e"] < time.time():
+        logger.warning("Refused an expired outputs upload for job %s (from %s).", claim["j"], client or "?")
+        raise DeliveryRefused("This upload link has expired.")
+    return UploadClaim(claim["w"], claim["j"])

@@ -232,6 +232,18 @@ def _snapshot_save(user, workspace: Workspace, entries: list[spec.Entry], sizes:
         defaults={"files": rows, "size": total, "file_count": len(rows), "created_by": user})
 
 
+def snapshot_merge(*, workspace: Workspace, snapshots: list[Snapshot]) -> tuple[Snapshot, list[tuple[int, str]]]:
+    """One snapshot of several of the workspace's (their blobs are its already), the first given winning where two
+    hold the same path (assets.specs.snapshots.merge); returns it and (which, path) of the files left out."""
+    manifests = [[spec.Entry(path, sha256, mode) for path, sha256, mode in snapshot.files] for snapshot in snapshots]
+    wanted = {entry.sha256 for entries in manifests for entry in entries}
+    sizes = dict(Blob.objects.filter(workspace=workspace, sha256__in=wanted).values_list("sha256", "size"))
+    limits = snapshot_limits()
+    entries, dropped = spec.merge(manifests, sizes, limits)
+    snapshot, _ = _snapshot_save(None, workspace, entries, sizes, limits)
+    return snapshot, dropped
+
+
 def upload_create(*, user, workspace: Workspace, body: BinaryIO, content_type: str) -> tuple[Snapshot, bool]:
     """A snapshot from a `.tar.gz` or `.zip` of the folder (API.md `uploads/`): every member checked before a byte is stored."""
     media_type = content_type.split(";")[0].strip().lower()

@@ -111,3 +111,13 @@ class JobOutputFileSerializer(serializers.Serializer):
     name = serializers.CharField()
     path = serializers.CharField(help_text="relative to ./outputs; GET outputs/?path=... downloads it")
     size = serializers.IntegerField()
+
+
+class OutputsReceivedSerializer(serializers.Serializer):
+    """What an outputs upload stored: the rank's part and the job's (merged) outputs."""
+
+    sha256 = serializers.CharField(help_text="the snapshot this rank's files were stored as")
+    files = serializers.IntegerField()
+    size = serializers.IntegerField()
+    outputs = serializers.CharField(help_text="the job's outputs snapshot: every rank's files merged, the lowest rank "
+                                              "winning a path two ranks wrote")

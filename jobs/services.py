@@ -143,10 +143,6 @@ def _check_container_job(workspace: Workspace, spec: dict) -> None:
     elif code:
         errors.append(("code", "A folder on the Dockyard host is not shipped to Kubernetes: upload it (the CLI uploads "
                                "`code: ./src` and sends azureml://uploads/<sha256>), or put the code in the image."))
-    if spec.get("outputs"):
-        errors.append(("outputs", "Outputs of Kubernetes jobs are not kept yet (a pod's files go with it): leave outputs "
-                                  "out and save results from the command, or run the job on compute: local, whose "
-                                  "outputs folder is kept and listed."))
     distribution = spec.get("distribution") or {}
     if distribution.get("type") == "tensorflow":
         if distribution.get("parameter_server_count"):

@@ -1,5 +1,6 @@
 """Jobs API: submit (YAML or JSON), list with filters, show, display-field edits, cancel, delete, logs and events."""
 import base64
+import io
 import json
 import time
 
@@ -9,14 +10,17 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from controlplane.api import BadRequest, ETagMixin
 from controlplane.pagination import CountedCursorPagination
+from controlplane.schema import ErrorSerializer
 from controlplane.streams import StreamSlot, stream_response
 from workspaces.views import WorkspaceScopedMixin
 
-from . import selectors, services
+from . import selectors, services, uploads
 from .filters import JobFilter
 from .models import Job
 from .serializers import (
@@ -26,6 +30,7 @@ from .serializers import (
     JobLogPageSerializer,
     JobOutputFileSerializer,
     JobSerializer,
+    OutputsReceivedSerializer,
     job_as_dict,
 )
 
@@ -223,6 +228,26 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
         # Always a download, never rendered: an .html output must not run as a page of this site.
         return FileResponse(stream, as_attachment=True, filename=path.rsplit("/", 1)[-1],
                             content_type="application/octet-stream")
+
+
+@extend_schema(request={"application/gzip": OpenApiTypes.BINARY},
+               responses={200: OutputsReceivedSerializer, 201: OutputsReceivedSerializer, 400: ErrorSerializer,
+                          403: ErrorSerializer, 413: ErrorSerializer, 415: ErrorSerializer}, auth=[])
+class OutputsUploadView(APIView):
+    """A pod's packed ./outputs (one rank's): the signed token in the path is the only authorisation (jobs.uploads)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def post(self, request, token: str, rank: str):
+        if not rank.isascii() or not rank.isdigit() or len(rank) > 6:
+            raise BadRequest("rank is the pod's index: a whole number.", code="InvalidRank", target="rank")
+        received = uploads.outputs_receive(token=token, rank=int(rank), body=request.stream or io.BytesIO(),
+                                           content_type=request.content_type or "",
+                                           client=request.META.get("REMOTE_ADDR", ""))
+        data = OutputsReceivedSerializer({"sha256": received.part.sha256, "files": received.part.file_count,
+                                          "size": received.part.size, "outputs": received.outputs.sha256}).data
+        return Response(data, status=status.HTTP_201_CREATED if received.changed else status.HTTP_200_OK)
 
 
 def _plain(data):

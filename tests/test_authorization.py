@@ -11,6 +11,7 @@ and attach a cluster `in_cluster` (with Dockyard's own service account).
 The OpenAPI schema and its docs page are public: they describe the API, not anyone's data.
 A pod's code fetch URL (`artifacts/fetch/<token>/`) is token-authorised: the signed token names one snapshot and its
 expiry, and is the only thing checked, whoever calls (every role alike: 200 with a good token, 403 with a bad one).
+So is a pod's outputs upload URL (`artifacts/outputs/<token>/<rank>/`), whose token names one job (201 / 403).
 """
 import io
 from dataclasses import dataclass, field
@@ -211,6 +212,10 @@ ENDPOINTS = [
     Endpoint("artifact-fetch", "get", "/api/v1/artifacts/fetch/{fetch}/", TOKEN_AUTHORISED, needs=("artifacts",)),
     Endpoint("artifact-fetch-forged", "get", "/api/v1/artifacts/fetch/eyJ3IjoxfQ:forged:signature/", TOKEN_REFUSED,
              error_code="FetchRefused"),
+    Endpoint("job-outputs-upload", "post", "/api/v1/artifacts/outputs/{upload}/0/", {role: 201 for role in ROLES},
+             targz({"out.txt": b"x"}), ("job",), content_type="application/gzip"),
+    Endpoint("job-outputs-upload-forged", "post", "/api/v1/artifacts/outputs/eyJ3IjoxfQ:forged:signature/0/",
+             TOKEN_REFUSED, targz({"out.txt": b"x"}), content_type="application/gzip", error_code="UploadRefused"),
     Endpoint("tokens-list", "get", "/api/v1/tokens/", signed_in(200)),
     Endpoint("tokens-create", "post", "/api/v1/tokens/", signed_in(201), {"name": "ci"}),
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
@@ -268,7 +273,8 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
     client = api_as(role)
     # the token to revoke belongs to the caller (anonymous tries the owner's)
     token, _ = token_create(user=users[role] or users["owner"], name="to-revoke")
-    path = endpoint.path.format(token=token.pk, fetch=_fetch_token(workspace) if "{fetch}" in endpoint.path else "")
+    path = endpoint.path.format(token=token.pk, fetch=_fetch_token(workspace) if "{fetch}" in endpoint.path else "",
+                                upload=_upload_token(workspace) if "{upload}" in endpoint.path else "")
     body = {"content_type": endpoint.content_type} if endpoint.content_type else {"format": "json"}
     response = getattr(client, endpoint.method)(path, endpoint.data, **body)
     status = endpoint.expected[role]
@@ -284,6 +290,14 @@ def _fetch_token(workspace) -> str:
     from assets.models import Snapshot
 
     return delivery.fetch_token(Snapshot.objects.get(workspace=workspace, sha256=HELLO_SNAPSHOT))
+
+
+def _upload_token(workspace) -> str:
+    """A pod's outputs upload token for job `train`."""
+    from assets import delivery
+    from jobs.models import Job
+
+    return delivery.upload_token(workspace.pk, Job.objects.get(workspace=workspace, name="train").pk)
 
 
 @pytest.mark.parametrize("method, suffix, data", [

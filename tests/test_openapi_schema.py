@@ -41,8 +41,8 @@ def test_schema_generates_without_warnings(tmp_path):
 
 def test_bearer_tokens_are_an_http_bearer_scheme(openapi):
     assert openapi["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
-    # A pod's code fetch URL carries its own signed token in the path and takes no other credentials.
-    token_authorised = {("GET", "/api/v1/artifacts/fetch/{token}/")}
+    # A pod's code fetch and outputs upload URLs carry their own signed token in the path and take no other credentials.
+    token_authorised = {("GET", "/api/v1/artifacts/fetch/{token}/"), ("POST", "/api/v1/artifacts/outputs/{token}/{rank}/")}
     assert all({"bearerAuth": []} in operation["security"] for method, path, operation in operations(openapi)
                if (method, path) not in token_authorised)
     assert all("security" not in openapi["paths"][path][method.lower()] for method, path in token_authorised)

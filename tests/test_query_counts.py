@@ -208,3 +208,26 @@ def test_a_pods_code_fetch_takes_one_query_however_many_files(client, owner, wor
         response = client.get(path)
         body = b"".join(response.streaming_content)
     assert response.status_code == 200 and len(body) > 0
+
+
+def test_a_pods_outputs_upload_takes_the_same_queries_however_many_files_or_ranks(client, owner, workspace):
+    """The token is checked without the database; files are stored in bulk; a rank's merge reads its peers in one go."""
+    from assets import delivery
+    from assets.tests.support import targz
+    from jobs.models import Job
+
+    add_jobs(1, workspace, owner)
+    job = Job.objects.get(name="job-0")
+    Job.objects.filter(pk=job.pk).update(spec={**job.spec, "resources": {"instance_count": 8, "shm_size": "2g"}})
+    path = "/api/v1/artifacts/outputs/" + delivery.upload_token(workspace.pk, job.pk) + "/{rank}/"
+
+    def queries_for(rank: int, files: int) -> int:
+        body = targz({f"r{rank}/f{index}.txt": f"{rank}-{index}".encode() for index in range(files)})
+        with CaptureQueriesContext(connection) as captured:
+            response = client.generic("POST", path.format(rank=rank), body, content_type="application/gzip")
+        assert response.status_code == 201, response.content
+        return len(captured)
+
+    first, few, many, more_ranks = queries_for(0, 5), queries_for(1, 5), queries_for(2, 200), queries_for(7, 5)
+    # (a merge reads the ranks' snapshots and their blob sizes in two queries, and saves the merged snapshot)
+    assert few == many == more_ranks <= 22 and first <= 18, (first, few, many, more_ranks)

@@ -127,3 +127,32 @@ def upload_sha256(value: object) -> str | None:
         return None
     sha256 = value[len(UPLOADS_PREFIX):].rstrip("/")
     return sha256 if is_sha256(sha256) else None
+
+
+def merge(manifests: list[list[Entry]], sizes: dict[str, int], limits: Limits) -> tuple[list[Entry], list[tuple[int, str]]]:
+    """Several snapshots as one, the first given winning: an entry whose path a previous snapshot already holds, that
+    clashes with one of its files or folders, or that would pass the limits is left out. Returns the entries kept and
+    (which snapshot, path) of those left out."""
+    kept: list[Entry] = []
+    files: set[str] = set()
+    folders: set[str] = set()
+    dropped: list[tuple[int, str]] = []
+    total = 0
+    for which, entries in enumerate(manifests):
+        for entry in sorted(entries, key=lambda item: item.path):
+            parents = _folders_of(entry.path)
+            clash = entry.path in files or entry.path in folders or any(parent in files for parent in parents)
+            size = sizes.get(entry.sha256, 0)
+            if clash or len(kept) >= limits.max_files or total + size > limits.max_total_bytes:
+                dropped.append((which, entry.path))
+                continue
+            kept.append(entry)
+            files.add(entry.path)
+            folders.update(parents)
+            total += size
+    return kept, dropped
+
+
+def _folders_of(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:depth]) for depth in range(1, len(parts))]

@@ -71,9 +71,9 @@ def _renew_fetch_urls(conn, deployment: OnlineDeployment) -> None:
     live = kube.get(conn, "v1", "Secret", code_secret_name(name), namespace)
     annotations = (live or {}).get("metadata", {}).get("annotations") or {}
     expires, named = annotations.get(EXPIRES_ANNOTATION, ""), snapshots_label(fetched)
-    lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS
-    if annotations.get(SNAPSHOTS_ANNOTATION) == named and expires.isdigit() and int(expires) - time.time() > lifetime / 2:
+    if annotations.get(SNAPSHOTS_ANNOTATION) == named and not delivery.renewal_due(expires):
         return
+    lifetime = settings.DOCKYARD_ARTIFACT_URL_SECONDS
     endpoint = deployment.endpoint
     urls = {}
     for key, reference in fetched.items():

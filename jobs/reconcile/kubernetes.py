@@ -1,5 +1,6 @@
 """Kubernetes jobs: submit the Job once (deterministic name), observe Jobs and pods per compute, fetch logs, stop."""
 import logging
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -14,13 +15,23 @@ from controlplane.kube.objects import managed_selector
 from controlplane.kube.pods import observe, rank_of
 
 from ..choices import ACTIVE, JobStatus
-from ..manifests import CONTAINER, job_manifests, kube_job_name
+from ..manifests import (
+    CONTAINER,
+    Delivery,
+    input_key,
+    job_manifests,
+    kube_job_name,
+    urls_secret_manifest,
+    urls_secret_name,
+)
 from ..models import LOGS_BEHIND, Job, JobEvent
 from .status import append_lines, generation_seen, save, transition
 
 logger = logging.getLogger(__name__)
 
 JOB_LABEL = "dockyard.dev/job"
+JOB_UID = "job_uid"  # runner: the live Job's uid, which the URL Secret names as its owner
+URLS_EXPIRE = "urls_expire"  # runner: when the URLs in the Secret stop working (epoch seconds)
 
 
 @dataclass(frozen=True)
@@ -40,30 +51,66 @@ def render(job: Job) -> list[dict] | None:
     if shape is None:
         return None
     return job_manifests(spec=job.spec, job_name=kube_job_name(job.workspace.name, job.name), namespace=_namespace(job),
-                         workspace=job.workspace.name, shape=shape, code=_code(job))
+                         workspace=job.workspace.name, shape=shape, delivery=_delivery(job))
 
 
-def _code(job: Job) -> dict | None:
-    """The signed URL the pod fetches its uploaded code from: issued once per job, so a retried submit applies the
-    same Job (its pod template cannot change)."""
+def _delivery(job: Job) -> Delivery:
+    # busybox wget holds the packed outputs in memory while it posts them: room for the largest body Dockyard takes.
+    memory = -(-settings.DOCKYARD_ARTIFACT_BODY_MAX_BYTES // 2**20) + 64
+    return Delivery(image=settings.DOCKYARD_FETCH_IMAGE, code=bool(job.spec.get("code")),
+                    inputs=job.resolved_inputs or {}, upload_memory=f"{memory}Mi")
+
+
+def _urls(job: Job) -> dict[str, str]:
+    """Fresh signed URLs for the job's Secret: its code, each snapshot input, and the outputs upload."""
+    purpose = f"job {job.name}"
+    urls = {"outputs": delivery.upload_url(job.workspace_id, job.pk, purpose=purpose)}
     code = job.spec.get("code")
-    if not code:
-        return None
-    url = job.runner.get("code_url")
-    if not url:
+    if code:
         snapshot = delivery.snapshot_named(job.workspace, code)
         if snapshot is None:
             raise delivery.DeliveryRefused(f"The uploaded code {code} is no longer stored in the workspace.")
-        url = delivery.fetch_url(snapshot, purpose=f"job {job.name}")
-        job.runner = {**job.runner, "code_url": url}
-        Job.objects.filter(pk=job.pk).update(runner=job.runner)
-    return {"url": url, "image": settings.DOCKYARD_FETCH_IMAGE}
+        urls["code"] = delivery.fetch_url(snapshot, purpose=purpose)
+    for name, resolved in sorted((job.resolved_inputs or {}).items()):
+        if "snapshot" not in resolved:
+            continue
+        snapshot = delivery.snapshot_of(job.workspace, resolved["snapshot"])
+        if snapshot is None:
+            raise delivery.DeliveryRefused(f"Input '{name}' names a folder that is no longer stored in the workspace.")
+        urls[input_key(name)] = delivery.fetch_url(snapshot, purpose=f"{purpose}, input {name}")
+    return urls
+
+
+def _apply_urls(job: Job, conn: kube.Connection, job_uid: str, urls: dict[str, str], expires: int) -> None:
+    """Write the job's URL Secret, owned by its Job, saying when its URLs stop working."""
+    kube.apply(conn, urls_secret_manifest(job_name=job.runner.get("job") or kube_job_name(job.workspace.name, job.name),
+                                          namespace=_namespace(job), workspace=job.workspace.name, urls=urls,
+                                          expires=expires, job_uid=job_uid))
+
+
+def _expiry() -> int:
+    """When URLs issued from now on stop working (taken before they are issued: never later than theirs)."""
+    return int(time.time()) + settings.DOCKYARD_ARTIFACT_URL_SECONDS
+
+
+def renew_urls(job: Job, conn: kube.Connection) -> None:
+    """New URLs in the job's Secret once half of the current ones' lifetime has passed (the observation loop looks at
+    every active job every few seconds), so a pod that starts or ends at any time fetches and uploads."""
+    if not job.runner.get(JOB_UID) or not delivery.renewal_due(job.runner.get(URLS_EXPIRE)):
+        return
+    expires = _expiry()
+    _apply_urls(job, conn, job.runner[JOB_UID], _urls(job), expires)
+    job.runner = {**job.runner, URLS_EXPIRE: expires}
+    job.save(update_fields=["runner", "updated_at"])
 
 
 def submit_kubernetes(job: Job) -> None:
-    """Create the job's objects with server-side apply (a retry applies the same objects: no second Job)."""
+    """Create the job's objects with server-side apply (a retry applies the same objects: no second Job), then its URL
+    Secret. A crash in between leaves the pod waiting for the Secret's volume: the retried submit applies it."""
     try:
         manifests = render(job)
+        expires = _expiry()
+        urls = _urls(job) if manifests is not None else {}
     except delivery.DeliveryRefused as exc:
         save(job, transition(job, JobStatus.FAILED, str(exc)) + generation_seen(job))
         return
@@ -72,18 +119,19 @@ def submit_kubernetes(job: Job) -> None:
         save(job, transition(job, JobStatus.FAILED, reason) + generation_seen(job))
         return
     conn = connection_for(job.compute)
-    applied = []
+    applied, live = [], {}
     try:
         for manifest in manifests:
-            kube.apply(conn, manifest)
+            live = kube.apply(conn, manifest)
             applied.append(manifest)
+        _apply_urls(job, conn, live["metadata"]["uid"], urls, expires)
     except kube.KubeRejected as exc:
         _remove(conn, applied)  # a refused Job leaves no headless Service behind
         save(job, transition(job, JobStatus.FAILED, f"The cluster refused the job: {exc}") + _remember(job, manifests)
              + generation_seen(job))
         return
     name = manifests[-1]["metadata"]["name"]
-    fields = _remember(job, manifests, submitted=True)
+    fields = _remember(job, manifests, submitted=True, job_uid=live["metadata"]["uid"], expires=expires)
     # The submit ends the reconcile step: the generation goes in the same UPDATE (reconcile_job then has nothing to add).
     save(job, fields + transition(job, JobStatus.QUEUED, f"Submitted as Job {name}; waiting for its pods to be scheduled.")
          + generation_seen(job))
@@ -98,11 +146,12 @@ def _remove(conn: kube.Connection, manifests: list[dict]) -> None:
             logger.warning("Could not remove %s %s of a refused job: %s", manifest["kind"], manifest["metadata"]["name"], exc)
 
 
-def _remember(job: Job, manifests: list[dict], submitted: bool = False) -> list[str]:
+def _remember(job: Job, manifests: list[dict], submitted: bool = False, job_uid: str = "",
+              expires: int | None = None) -> list[str]:
     job.manifests = manifests
     job.runner = {"namespace": manifests[-1]["metadata"]["namespace"], "job": manifests[-1]["metadata"]["name"],
                   "submitted": submitted, "pods": job.runner.get("pods", {}),
-                  **({"code_url": job.runner["code_url"]} if job.runner.get("code_url") else {})}
+                  **({JOB_UID: job_uid, URLS_EXPIRE: expires} if job_uid else {})}
     return ["manifests", "runner"]
 
 
@@ -119,7 +168,12 @@ def stop_kubernetes(job: Job) -> bool:
         logger.info("Could not keep the last logs of %s: %s", job.name, exc)
     kube.delete(conn, "batch/v1", "Job", name, namespace)
     kube.delete(conn, "v1", "Service", name, namespace)
-    return kube.get(conn, "batch/v1", "Job", name, namespace) is None
+    if kube.get(conn, "batch/v1", "Job", name, namespace) is not None:
+        return False
+    # The Secret is the Job's dependent and the garbage collector deletes it; deleted here too so the job's delete
+    # leaves nothing behind by the time it is done. Only now: the pods' last uploads read their URL until they end.
+    kube.delete(conn, "v1", "Secret", urls_secret_name(name), namespace)
+    return True
 
 
 def observe_compute(compute, jobs: list[Job]) -> dict[int, tuple]:
@@ -192,7 +246,10 @@ def _apply(job: Job, observed, pods: list[dict], conn) -> None:
         job.start_time = when
         fields.append("start_time")
     save(job, fields)
-    _read_logs(job, conn or connection_for(job.compute), pods)
+    conn = conn or connection_for(job.compute)
+    if job.status in ACTIVE:
+        renew_urls(job, conn)
+    _read_logs(job, conn, pods)
 
 
 def _read_logs(job: Job, conn: kube.Connection, pods: list[dict]) -> None:

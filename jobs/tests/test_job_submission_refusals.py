@@ -58,7 +58,6 @@ BAD_BODIES = [
     bad("kubernetes-venv-only", "environment.image", compute="azureml:k8s", environment={"venv": "/opt/venv"}),
     bad("kubernetes-venv", "environment.venv", **{**K8S, "environment": {"image": IMAGE, "venv": "/opt/venv"}}),
     bad("serverless-without-image", "environment.image", compute=None),
-    bad("kubernetes-outputs", "outputs", **K8S, outputs={"model": {"type": "uri_folder"}}),
     bad("tensorflow-parameter-servers", "distribution.parameter_server_count", **K8S, resources={"instance_count": 2},
         distribution={"type": "tensorflow", "worker_count": 2, "parameter_server_count": 1}),
     bad("tensorflow-workers-not-one-per-pod", "distribution.worker_count", **SERVERLESS, resources={"instance_count": 2},

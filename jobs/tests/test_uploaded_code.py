@@ -143,9 +143,11 @@ def test_a_kubernetes_job_fetches_its_code_in_an_init_container_into_its_working
     assert main["workingDir"] == "/var/dockyard/code"
     assert {"name": "code", "emptyDir": {}} in pod["volumes"]
     assert {"name": "code", "mountPath": "/var/dockyard/code"} in main["volumeMounts"]
-    assert init["volumeMounts"] == [{"name": "code", "mountPath": "/var/dockyard/code"}]
+    assert init["volumeMounts"] == [{"name": "code", "mountPath": "/var/dockyard/code"},
+                                    {"name": "urls", "mountPath": "/var/dockyard/urls", "readOnly": True}]
     assert "tar -xzf" in init["command"][2] and "/var/dockyard/code" in init["command"][2]
-    url = init["env"][0]["value"]
+    assert '"$(cat /var/dockyard/urls/code)"' in init["command"][2] and "env" not in init  # read when it fetches
+    url = secret_urls(fake_kube, live)["code"]
     assert url.startswith("https://dockyard.example.org/api/v1/artifacts/fetch/")
     for manifest in job.manifests:
         assert kubernetes_validate.validate(manifest, KUBERNETES, strict=True) == KUBERNETES
@@ -159,16 +161,22 @@ def test_a_kubernetes_job_fetches_its_code_in_an_init_container_into_its_working
     assert "model.ckpt" not in files and files["helpers"][0] == 0o755
 
 
+def secret_urls(fake_kube, live_job: dict) -> dict[str, str]:
+    """The URLs in the job's Secret, decoded."""
+    import base64
+
+    secret = fake_kube.get("secrets", live_job["metadata"]["name"] + "-urls", live_job["metadata"]["namespace"])
+    return {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
+
+
 @pytest.mark.usefixtures("compute")
-def test_a_retried_submit_applies_the_same_url(owner_api, src):
+def test_a_retried_submit_applies_the_same_job(owner_api, src):
     kube_api_client = owner_api
     name = submit(kube_api_client, code=upload(kube_api_client, src))
-    first = run_reconcile(name).runner["code_url"]
-    job = Job.objects.get(name=name)
+    first = run_reconcile(name).manifests
     from jobs.reconcile.kubernetes import render
 
-    assert render(Job.objects.select_related("workspace", "compute").get(pk=job.pk))[-1]["spec"]["template"]["spec"][
-        "initContainers"][0]["env"][0]["value"] == first
+    assert render(Job.objects.select_related("workspace", "compute").get(name=name)) == first  # no URL in the template
 
 
 @pytest.mark.usefixtures("compute")

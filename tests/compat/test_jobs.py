@@ -115,10 +115,10 @@ def test_a_direct_output_is_refused(owner_api):
     assert "direct" in refused(owner_api, "command: echo\ncompute: local\noutputs:\n  m:\n    mode: direct\n", "outputs.m.mode")
 
 
-def test_outputs_on_kubernetes_are_refused_until_they_can_be_kept(owner_api, k8s):  # noqa: F811
-    message = refused(owner_api, f"command: echo\ncompute: azureml:k8s\nenvironment:\n  image: {IMAGE}\n"
-                                 "outputs:\n  model:\n    type: uri_folder\n", "outputs")
-    assert "not kept" in message
+def test_outputs_on_kubernetes_are_taken_the_pods_sidecar_uploads_them(owner_api, k8s):  # noqa: F811
+    job = created(owner_api, f"command: echo\ncompute: azureml:k8s\nenvironment:\n  image: {IMAGE}\n"
+                             "outputs:\n  model:\n    type: uri_folder\n")
+    assert job["outputs"]["model"]["type"] == "uri_folder"
 
 
 # code

@@ -305,6 +305,11 @@ class FakeKube:
             self.sim.kubelet.finish(pod, exit_code, reason, message)
         self.after_write()
 
+    def secrets_read(self, namespace: str, name: str, container: str) -> dict | None:
+        """What a container read of the Secrets mounted into it, when it read them (an init container at its start, a
+        native sidecar when sent SIGTERM): {"<mountPath>/<key>": value}; None if it has not read them yet."""
+        return self.sim.kubelet.secrets_read.get((namespace, name, container))
+
     def set_pod_logs(self, namespace: str, name: str, text: str, container: str | None = None) -> None:
         """Replace a container's log (default: the pod's first container)."""
         self.sim.kubelet.logs.set(self._log_key(namespace, name, container), text, self.clock.now())

@@ -69,7 +69,8 @@ def log_container(api: Api, call: Call, unreachable: dict | None = None) -> tupl
         return pod, None  # LogLocation: "if pod has not been assigned a host, return an empty location"
     if (unreachable or {}).get((call.namespace, call.name)):
         raise ApiError(500, "", unreachable[(call.namespace, call.name)])
-    statuses = {s["name"]: s for s in (pod.get("status") or {}).get("containerStatuses") or []}
+    status = pod.get("status") or {}
+    statuses = {s["name"]: s for s in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])}
     waiting = (statuses.get(container, {}).get("state") or {}).get("waiting")
     if waiting is not None or container not in statuses:
         reason = (waiting or {}).get("reason", "ContainerCreating")

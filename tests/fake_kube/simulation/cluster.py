@@ -44,14 +44,24 @@ def _condition(kind: str, status: str, reason: str, message: str) -> dict:
 
 
 def pod_requests(pod: dict) -> dict[str, Fraction]:
-    """Effective requests: sum over containers, at least the largest init container's."""
+    """Effective requests, as the scheduler counts them with native sidecars (KEP-753): the main containers and every
+    sidecar together, and at least each regular init container with the sidecars started before it."""
     total: Counter = Counter()
+    sidecars: Counter = Counter()
+    peaks: list[Counter] = []
+    for c in pod["spec"].get("initContainers") or []:
+        requests = Counter({name: _value(value) for name, value in ((c.get("resources") or {}).get("requests") or {}).items()})
+        if c.get("restartPolicy") == "Always":
+            sidecars.update(requests)
+        else:
+            peaks.append(requests + sidecars)
     for c in pod["spec"].get("containers") or []:
         for name, value in ((c.get("resources") or {}).get("requests") or {}).items():
             total[name] += _value(value)
-    for c in pod["spec"].get("initContainers") or []:
-        for name, value in ((c.get("resources") or {}).get("requests") or {}).items():
-            total[name] = max(total[name], _value(value))
+    total.update(sidecars)
+    for peak in peaks:
+        for name, value in peak.items():
+            total[name] = max(total[name], value)
     return dict(total)
 
 

@@ -55,7 +55,8 @@ def _pod_for(job: dict, index: int | None) -> dict:
         pod_meta["annotations"][INDEX_KEY] = str(index)
         pod_meta["labels"][INDEX_KEY] = str(index)
         spec.setdefault("hostname", f"{name}-{index}")
-        for c in spec.get("containers") or []:  # addCompletionIndexEnvVariable: from the annotation, unless set
+        # addCompletionIndexEnvVariables: init and main containers, from the annotation, unless set
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
             if not any(var.get("name") == "JOB_COMPLETION_INDEX" for var in c.get("env") or []):
                 c.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
                     "apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}})

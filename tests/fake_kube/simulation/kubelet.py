@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from ..clock import stamp
 from ..store import clone
+from . import initsteps
 
 PULL_BACKOFF, PULL_BACKOFF_MAX = 10.0, 300.0  # the kubelet's image pull back-off: 10 s, doubling, capped at 5 min
 RESYNC_SECONDS = 1.0  # a failed pull's ErrImagePull turns into ImagePullBackOff at the pod worker's next sync
@@ -32,6 +33,7 @@ class PodPlan:
     # Set it to None on the returned plan (the image was pushed) and the next pull attempt starts the containers.
     image_pull_error: str | None = None
     image_pull_message: str | None = None  # the runtime's error; default: containerd's "not found" for the image
+    init_exit_codes: dict | None = None  # {init container: exit code}: a failing init step (default: all exit 0)
 
     def __post_init__(self):
         if self.image_pull_error not in (None, *PULL_STATES):
@@ -114,6 +116,7 @@ class Kubelet:
         self.runs: dict[str, PodRun] = {}
         self.logs = Logs()
         self.log_failures: dict[tuple[str, str], str] = {}  # (namespace, pod) -> why its kubelet cannot be reached
+        self.secrets_read: dict[tuple, dict] = {}  # (namespace, pod, container) -> what it read of its mounted Secrets
 
     def plan_for(self, pod: dict) -> PodPlan:
         """The last matching rule's plan, else the default (Job pods finish after job_pod_seconds)."""
@@ -132,8 +135,14 @@ class Kubelet:
         status = new.setdefault("status", {})
         status["hostIP"] = _node_ip(self.sim, pod["spec"]["nodeName"])
         status["startTime"] = stamp(self.sim.now())
-        status["containerStatuses"] = [_container(c, {"waiting": {"reason": "ContainerCreating"}}, False)
-                                       for c in pod["spec"]["containers"]]
+        inits = pod["spec"].get("initContainers") or []
+        waiting = {"waiting": {"reason": "PodInitializing" if inits else "ContainerCreating"}}
+        status["containerStatuses"] = [_container(c, waiting, False) for c in pod["spec"]["containers"]]
+        if inits:
+            status["initContainerStatuses"] = [initsteps.status_of(c, {"waiting": {"reason": "PodInitializing"}})
+                                               for c in inits]
+            status["conditions"] = _conditions(status.get("conditions") or [], {"Initialized": "False"},
+                                               stamp(self.sim.now()), reason="ContainersNotInitialized")
         self.sim.write(self.sim.rt("pods"), new, pod)
 
     def next_due(self) -> datetime | None:
@@ -145,10 +154,18 @@ class Kubelet:
     def start(self, pod: dict) -> None:
         """Containers start: Running (and Ready unless the plan says otherwise); or the image pull fails."""
         run = self.runs[pod["metadata"]["uid"]]
+        missing = initsteps.missing_secrets(self.sim, pod)
+        if missing:  # the kubelet tries the mount again a moment later
+            initsteps.mount_failed(self.sim, pod, missing)
+            run.start_at = self.sim.now() + timedelta(seconds=initsteps.MOUNT_RETRY_SECONDS)
+            return
         if run.plan.image_pull_error:
             self._pull_failed(pod, run)
             return
         run.started, run.backoff_at = True, None
+        if pod["spec"].get("initContainers") and not self._initialised(pod, run):
+            return
+        pod = self.sim.store.get(("", "pods"), pod["metadata"]["namespace"], pod["metadata"]["name"])
         now = self.sim.now()
         if run.plan.run_seconds is not None:
             run.finish_at = now + timedelta(seconds=run.plan.run_seconds)
@@ -156,6 +173,32 @@ class Kubelet:
         self.sim.events.record(pod, "Started", f"Started container {pod['spec']['containers'][0]['name']}",
                                component="kubelet")
         self._running(pod, run.plan.ready, restarts=run.restarts)
+
+    def _initialised(self, pod: dict, run: PodRun) -> bool:
+        """Run the init containers (initsteps); False when one failed, which fails a pod that does not restart."""
+        statuses, failed = initsteps.run_init_containers(self, pod, run.plan)
+        new = clone(pod)
+        status, now = new["status"], stamp(self.sim.now())
+        status["initContainerStatuses"] = statuses
+        if failed is None:
+            status["conditions"] = _conditions(status.get("conditions") or [], {"Initialized": "True"}, now)
+            self.sim.write(self.sim.rt("pods"), new, pod)
+            return True
+        self.runs.pop(pod["metadata"]["uid"], None)
+        status["phase"] = "Failed"
+        status["conditions"] = _conditions(status.get("conditions") or [], {
+            "Initialized": "False", "ContainersReady": "False", "Ready": "False"}, now, reason="PodFailed")
+        status["containerStatuses"] = [_container(c, {"waiting": {"reason": "PodInitializing"}}, False)
+                                       for c in pod["spec"]["containers"]]
+        self.sim.events.record(pod, "Failed", f"Init container {failed['name']} failed", "Warning", "kubelet")
+        self.sim.write(self.sim.rt("pods"), new, pod)
+        return False
+
+    def write_container_log(self, pod: dict, container: dict, plan: PodPlan) -> None:
+        """An init container's log: the plan's text for it, else the line saying nothing ran."""
+        text = plan.logs.get(container["name"]) if isinstance(plan.logs, dict) else None
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"])
+        self.logs.append(key, text if text is not None else no_container_line(container), self.sim.now())
 
     def _pull_failed(self, pod: dict, run: PodRun) -> None:
         """A pull attempt fails (events Pulling, Failed x2; waiting ErrImagePull); the next one waits out the back-off."""
@@ -237,6 +280,7 @@ class Kubelet:
             reason="PodCompleted" if exit_code == 0 else "PodFailed")
         status["containerStatuses"] = [_container(c, {"terminated": terminated}, False, restarts)
                                        for c in pod["spec"]["containers"]]
+        initsteps.stop_sidecars(self, pod, status)
         self.sim.write(self.sim.rt("pods"), new, pod)
 
     def _terminated(self, pod: dict, exit_code: int, reason: str | None, message: str | None) -> dict:
@@ -280,6 +324,8 @@ class Kubelet:
             texts = {c["name"]: no_container_line(c) for c in pod["spec"]["containers"]}
         else:
             texts = plan.logs if isinstance(plan.logs, dict) else {pod["spec"]["containers"][0]["name"]: plan.logs}
+            inits = {c["name"] for c in pod["spec"].get("initContainers") or []}
+            texts = {name: text for name, text in texts.items() if name not in inits}  # written when they ran
         for container, text in texts.items():
             self.logs.append((pod["metadata"]["namespace"], pod["metadata"]["name"], container), text, self.sim.now())
 

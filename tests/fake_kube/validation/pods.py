@@ -174,18 +174,76 @@ def validate_container(c: dict, path: str, volumes: set[str]) -> list[FieldError
     errors += _env(c.get("env") or [], f"{path}.env")
     errors += validate_resources(c.get("resources") or {}, f"{path}.resources")
     errors += validate_probes(c, path)
-    for i, mount in enumerate(c.get("volumeMounts") or []):
-        mp = f"{path}.volumeMounts[{i}]"
+    errors += _volume_mounts(c.get("volumeMounts") or [], f"{path}.volumeMounts", volumes)
+    policy = c.get("imagePullPolicy")
+    if policy and policy not in ("Always", "IfNotPresent", "Never"):
+        errors.append(not_supported(f"{path}.imagePullPolicy", policy, ["Always", "IfNotPresent", "Never"]))
+    return errors
+
+
+def _volume_mounts(mounts: list, path: str, volumes: set[str]) -> list[FieldError]:
+    """ValidateVolumeMounts: a known volume, a unique mountPath, a subPath that stays below the volume."""
+    errors, paths = [], set()
+    for i, mount in enumerate(mounts):
+        mp = f"{path}[{i}]"
         if not mount.get("name"):
             errors.append(required(f"{mp}.name"))
         elif mount["name"] not in volumes:
             errors.append(FieldError(f"{mp}.name", "NotFound", mount["name"]))
         if not mount.get("mountPath"):
             errors.append(required(f"{mp}.mountPath"))
-    policy = c.get("imagePullPolicy")
-    if policy and policy not in ("Always", "IfNotPresent", "Never"):
-        errors.append(not_supported(f"{path}.imagePullPolicy", policy, ["Always", "IfNotPresent", "Never"]))
+        elif mount["mountPath"] in paths:
+            errors.append(invalid(f"{mp}.mountPath", mount["mountPath"], "must be unique"))
+        paths.add(mount.get("mountPath"))
+        errors += _descending_path(mount.get("subPath") or "", f"{mp}.subPath")
     return errors
+
+
+def _descending_path(value: str, path: str) -> list[FieldError]:
+    """validateLocalDescendingPath: relative, without '..' parts."""
+    if not value:
+        return []
+    if value.startswith("/"):
+        return [invalid(path, value, "must be a relative path")]
+    if ".." in value.split("/"):
+        return [invalid(path, value, "must not contain '..'")]
+    return []
+
+
+def _secret_source(source: dict, path: str) -> list[FieldError]:
+    """validateSecretVolumeSource: a secretName, modes within 0777, items with a key and a descending path."""
+    errors = []
+    if not source.get("secretName"):
+        errors.append(required(f"{path}.secretName"))
+    else:
+        errors += [invalid(f"{path}.secretName", source["secretName"], m) for m in dns_subdomain(source["secretName"])]
+    mode = source.get("defaultMode")
+    if mode is not None and not 0 <= mode <= 0o777:
+        errors.append(invalid(f"{path}.defaultMode", mode, "must be a number between 0 and 0777 (octal), both inclusive"))
+    for i, item in enumerate(source.get("items") or []):
+        if not item.get("key"):
+            errors.append(required(f"{path}.items[{i}].key"))
+        if not item.get("path"):
+            errors.append(required(f"{path}.items[{i}].path"))
+        errors += _descending_path(item.get("path") or "", f"{path}.items[{i}].path")
+    return errors
+
+
+INIT_ONLY_WITH_ALWAYS = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe")
+
+
+def _restart_policy(c: dict, path: str, init: bool) -> list[FieldError]:
+    """A container's restartPolicy: `Always` makes an init container a native sidecar (GA in 1.33); a regular
+    init container may not carry a lifecycle or probes; a main container takes no restartPolicy."""
+    policy = c.get("restartPolicy")
+    if not init:
+        return [forbidden(f"{path}.restartPolicy", "may not be set for non-init containers")] if policy else []
+    if policy is not None and policy != "Always":
+        return [not_supported(f"{path}.restartPolicy", policy, ["Always"])]
+    if policy == "Always":
+        return []
+    return [forbidden(f"{path}.{field}", "may not be set for init containers without restartPolicy=Always")
+            for field in INIT_ONLY_WITH_ALWAYS if c.get(field) is not None]
 
 
 def _volumes(volumes: list, path: str) -> tuple[set[str], list[FieldError]]:
@@ -205,6 +263,8 @@ def _volumes(volumes: list, path: str) -> tuple[set[str], list[FieldError]]:
             errors.append(required(p, "must specify a volume type"))
         elif len(sources) > 1:
             errors.append(forbidden(f"{p}.{sources[1]}", "may not specify more than 1 volume type"))
+        if vol.get("secret") is not None:
+            errors += _secret_source(vol["secret"], f"{p}.secret")
         size = (vol.get("emptyDir") or {}).get("sizeLimit")
         if size is not None:
             errors += _quantity("ephemeral-storage", size, f"{p}.emptyDir.sizeLimit")
@@ -240,6 +300,7 @@ def validate_pod_spec(spec: dict, path: str) -> list[FieldError]:
     for field in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(field) or []):
             errors += validate_container(c, f"{path}.{field}[{i}]", volumes)
+            errors += _restart_policy(c, f"{path}.{field}[{i}]", field == "initContainers")
             if c.get("name") in seen:
                 errors.append(FieldError(f"{path}.{field}[{i}].name", "Duplicate", c["name"]))
             seen.add(c.get("name"))

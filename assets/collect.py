@@ -48,7 +48,9 @@ def collect_folder(workspace, top: int, bounds: spec.Limits | None = None) -> Co
     bounds = bounds or limits()
     walk = _Walk()
     for folder, dirs, names, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
-        dirs.sort()
+        links = [name for name in dirs if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)]
+        walk.special += len(links)  # fwalk lists a link to a folder among the folders (and does not enter it)
+        dirs[:] = sorted(name for name in dirs if name not in links)
         depth = 0 if folder == "." else folder.count("/")
         if depth + 1 >= bounds.max_depth and dirs:
             walk.over.append(f"folders deeper than {bounds.max_depth} levels under {folder[2:]}")

@@ -296,28 +296,62 @@ def download_target(path: str | None, name: str) -> Path:
 
 
 @job.command("download")
-@click.argument("name")
-@click.option("-p", "--download-path", "path", metavar="PATH", help="File, or folder for NAME.log (default: ./NAME.log).")
+@click.argument("name", required=False)
+@click.option("-n", "--name", "name_option", metavar="NAME", help="The job (Azure ML's spelling; or give NAME).")
+@click.option("-p", "--download-path", "path", metavar="PATH",
+              help="File, or folder for NAME.log (default: ./NAME.log); with --output-name or --all, the folder the "
+                   "files go under (default: .).")
+@click.option("--output-name", metavar="OUTPUT", help="Save one output's files under PATH/named-outputs/OUTPUT "
+                                                      "('default': the whole ./outputs).")
+@click.option("--all", "everything", is_flag=True, help="Save the log and every output file under PATH: PATH/NAME.log "
+                                                         "and PATH/outputs/...")
 @click.option("--output-dir", metavar="DIR",
               help="Save the job's output files (its ./outputs folder) under DIR instead of the log.")
 @workspace_option
 @output_option
 @pass_state
-def download_job_log(state: State, name: str, path: str | None, output_dir: str | None) -> None:
-    """Save a job's whole log as a text file, or with --output-dir its output files.
+def download_job_log(state: State, name: str | None, name_option: str | None, path: str | None,
+                     output_name: str | None, everything: bool, output_dir: str | None) -> None:
+    """Save a job's whole log as a text file, or its output files.
 
-    --output-dir DIR saves each file the job left in ./outputs (a local job's; Kubernetes jobs keep none yet) at its
-    path under DIR, creating folders as needed.
+    --output-dir DIR saves each file the job left in ./outputs at its path under DIR, creating folders as needed;
+    --output-name OUTPUT saves one declared output's files under PATH/named-outputs/OUTPUT; --all saves the log and
+    every output file under PATH. Progress goes to stderr; no file is written outside the folder.
     """
+    name = _job_name(name, name_option)
+    if output_name is not None or everything:
+        folder = Path(path or ".").expanduser()
+        if everything:
+            _save_log(state, name, folder / f"{name}.log")
+            download_outputs(state, name, folder / "outputs")
+        else:
+            download_outputs(state, name, folder / "named-outputs" / output_name, output_name)
+        return
     if output_dir is not None:
         download_outputs(state, name, Path(output_dir).expanduser())
         return
+    _save_log(state, name, download_target(path, name))
+
+
+def _job_name(name: str | None, name_option: str | None) -> str:
+    if name and name_option and name != name_option:
+        raise InvalidInput(f"Two job names were given ({name} and --name {name_option}): give one.",
+                           target="--name", code="InvalidOption")
+    if not (name or name_option):
+        raise InvalidInput("Name the job: dockyard job download NAME (or --name NAME).", target="--name",
+                           code="InvalidOption")
+    return name or name_option
+
+
+def _save_log(state: State, name: str, target: Path) -> None:
     workspace, client = state.workspace, state.client()
-    target = download_target(path, name)
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         save_download(client, jobs_path(workspace, name, "logs"), {"download": "true"}, target)
     except ApiError as error:
         raise job_not_found_in_workspace(client, workspace, name, error) from None
+    except OSError as exc:
+        raise InvalidInput(f"Cannot write {target}: {exc.strerror or exc}", code="InvalidFile") from None
     saved = {"name": name, "path": str(target), "bytes": target.stat().st_size}
     print_written(saved, state.output, f"job/{name} log saved to {target} ({saved['bytes']} bytes)")
 
@@ -335,18 +369,19 @@ def save_download(client: ApiClient, path: str, params: dict, target: Path) -> N
         partial.unlink(missing_ok=True)
 
 
-def download_outputs(state: State, name: str, folder: Path) -> None:
-    """Every file of the job's outputs list, saved at its path under `folder`."""
+def download_outputs(state: State, name: str, folder: Path, output_name: str | None = None) -> None:
+    """Every file of the job's outputs list (or of one declared output), saved at its path under `folder`."""
     workspace, client = state.workspace, state.client()
     outputs = jobs_path(workspace, name, "outputs")
     try:
-        listed = client.get(outputs).body
+        listed = _of_output(client.get(outputs).body, output_name, name)
         saved = []
-        for row in listed:
-            target = output_target(folder, row.get("path"))
+        for row, inside in listed:
+            target = output_target(folder, inside)
             target.parent.mkdir(parents=True, exist_ok=True)
             save_download(client, outputs, {"path": row["path"]}, target)
             saved.append({"path": row["path"], "file": str(target), "bytes": target.stat().st_size})
+            click.echo(f"{row['path']} → {target} ({saved[-1]['bytes']} bytes)", err=True)
     except ApiError as error:
         raise job_not_found_in_workspace(client, workspace, name, error) from None
     except OSError as exc:
@@ -354,6 +389,25 @@ def download_outputs(state: State, name: str, folder: Path) -> None:
     total = sum(row["bytes"] for row in saved)
     print_written({"name": name, "folder": str(folder), "files": saved}, state.output,
                   f"job/{name} outputs saved to {folder} ({len(saved)} files, {total} bytes)")
+
+
+def _of_output(listed: object, output_name: str | None, job: str) -> list[tuple[dict, object]]:
+    """(row, path under the folder) for the files to save: all of them, or one declared output's (its own path
+    inside it; a uri_file output is its one file, saved under its name)."""
+    rows = [row for row in listed if isinstance(row, dict)] if isinstance(listed, list) else []
+    if output_name in (None, "default"):
+        return [(row, row.get("path")) for row in rows]
+    chosen = [(row, _inside(row.get("path"), output_name)) for row in rows if row.get("output") == output_name]
+    if not chosen:
+        raise InvalidInput(f"Job '{job}' has no files in an output named {output_name!r}.", target="--output-name",
+                           code="NotFound")
+    return chosen
+
+
+def _inside(path: object, output_name: str) -> object:
+    if not isinstance(path, str) or path == output_name:
+        return path
+    return path.removeprefix(output_name + "/")
 
 
 def output_target(folder: Path, path: object) -> Path:

@@ -72,10 +72,13 @@ def fetch(url: str, target: Path, max_bytes: int, seconds: float) -> int:
 
 
 def _open(url: str, deadline: float):
-    parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or 443
+    except ValueError:
+        host = port = parts = None
+    if parts is None or parts.scheme != "https" or not host or parts.username or parts.password:
         raise FetchRefused(f"{_shown(url)} is not an https:// URL without credentials (redirects must stay on https).")
-    host, port = parts.hostname, parts.port or 443
     _check_literal(host)
     address = public_addresses(host, port)[0]
     connection = _Pinned(host, port, address, min(SOCKET_SECONDS, max(1.0, deadline - time.monotonic())))

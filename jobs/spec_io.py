@@ -167,8 +167,12 @@ def _url_source(url: str | None, kind: str, scheme: str) -> dict:
         return {"refused": NO_FOLDER_URL.format(kind=kind, scheme=scheme)}
     if url is None:
         return {"refused": "A wasbs:// path is wasbs://<container>@<account>.blob.core.windows.net/<path to the file>."}
-    parts = urlsplit(url) if url.isascii() and not any(ord(char) < 33 for char in url) else None
-    if parts is None or not parts.hostname or parts.username or parts.password or parts.fragment:
+    try:
+        parts = urlsplit(url) if url.isascii() and not any(ord(char) < 33 for char in url) else None
+        host = parts.hostname if parts is not None and parts.port != 0 else None
+    except ValueError:  # an unbalanced [ in the host, a port that is not a number
+        parts = host = None
+    if parts is None or not host or parts.username or parts.password or parts.fragment:
         return {"refused": "A uri_file URL is https://<host>/<path> without credentials, spaces or a fragment."}
     name = unquote(basename(parts.path))
     if not name or path_problem(name, FILE_NAME_LIMITS):

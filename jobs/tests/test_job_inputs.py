@@ -211,3 +211,28 @@ def test_a_model_registers_a_job_output_by_path(owner_api, trained):
         "name": "metrics", "type": "uri_file", "path": "azureml://jobs/train/outputs/default/paths/metrics.json"},
         format="json")
     assert response.status_code == 201, response.json()
+
+
+@pytest.mark.parametrize("path", [
+    "data\0", "azureml://uploads/" + "../" * 30, "azureml://jobs/a\0/outputs/b", "azureml://jobs/t/outputs/m/paths/\0",
+    "x" * 70000, "azureml:" + "a" * 3000 + ":1", "wasbs://c@a\0.blob.core.windows.net/x", "https://[::1/x",
+    "azureml://uploads/" + "A" * 64,
+])
+def test_hostile_input_paths_are_400_and_write_nothing(owner_api, path):
+    response = post(owner_api, {"data": {"type": "uri_file", "path": path}})
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["details"][0]["target"].startswith("inputs.data")
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("output", [{"name": "a\0b"}, {"name": "../x"}, {"name": "m", "version": "1\0"},
+                                    {"name": "m", "version": True}, {"name": ["m"]}])
+def test_hostile_output_names_are_400(owner_api, output):
+    response = owner_api.post(URL, {"name": "w", "compute": "local", "command": "echo", "outputs": {"o": output}},
+                              format="json")
+    assert response.status_code == 400, response.json()
+    assert not Job.objects.exists()
+
+
+def test_a_url_with_a_port_that_is_not_a_number_is_refused(owner_api):
+    refused(owner_api, {"type": "uri_file", "path": "https://example.org:http/a.csv"}, "https://<host>/<path>")

@@ -87,8 +87,8 @@ def test_an_unknown_output_name_or_two_names_are_refused(dockyard, finished, tmp
 
 @pytest.mark.parametrize("path", ["model/../../escape", "model//x", "/etc/passwd"])
 def test_a_hostile_listing_writes_nothing_outside_the_folder(path, tmp_path):
-    from cli.commands.job import _of_output, output_target
     from cli.errors import InvalidInput
+    from cli.resources.job_download import _of_output, output_target
 
     [(row, inside)] = _of_output([{"path": path, "output": "model"}], "model", "j")
     with pytest.raises(InvalidInput):

@@ -149,7 +149,8 @@ def _end(job: Job, status: str, reason: str, exit_code: int | None = None) -> No
     """Save the job's end, its ./outputs collected into storage first (kept with it; named outputs are registered
     when it completes)."""
     try:
-        said = staging.keep_outputs(job)
+        with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
+            said = staging.keep_outputs(job)
     except Exception as exc:  # storage unreachable: the job still ends; its outputs are said lost, not hidden
         logger.exception("Could not keep the outputs of job %s", job.name)
         said = [("Warning", "OutputsNotKept", f"Its outputs could not be kept in storage ({type(exc).__name__}).")]

@@ -252,3 +252,14 @@ def test_outputs_from_storage_take_a_bounded_number_of_queries(owner_api, django
     assert b"".join(response.streaming_content) == b"x"
     assert owner_api.get(f"{URL}kept/outputs/", {"path": "../f7.txt"}).status_code == 400
     assert owner_api.get(f"{URL}kept/outputs/", {"path": "nope"}).status_code == 404
+
+
+@RUNS
+def test_outputs_over_the_bounds_are_said_on_the_job(owner_api, settings):
+    settings.DOCKYARD_SNAPSHOT_MAX_FILES = 2
+    name = submit(owner_api, command="for n in 1 2 3; do echo $n > outputs/f$n; done; ln -s /etc/passwd outputs/link")
+    assert ended(owner_api, name)["status"] == "Completed"
+    said = " ".join(messages(owner_api, name, "OutputsLeftOut"))
+    assert "f3 and later files (more than 2 files)" in said and "1 links, special files" in said
+    assert [row["path"] for row in owner_api.get(f"{URL}{name}/outputs/").json()] == ["f1", "f2"]
+    assert messages(owner_api, name, "OutputsKept") == ["Kept 2 files (4 bytes) of ./outputs in storage."]

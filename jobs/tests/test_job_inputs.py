@@ -236,3 +236,14 @@ def test_hostile_output_names_are_400(owner_api, output):
 
 def test_a_url_with_a_port_that_is_not_a_number_is_refused(owner_api):
     refused(owner_api, {"type": "uri_file", "path": "https://example.org:http/a.csv"}, "https://<host>/<path>")
+
+
+@pytest.mark.parametrize("count", [1, 10])
+def test_resolving_inputs_takes_a_bounded_number_of_queries_per_input(owner_api, count, django_assert_max_num_queries):
+    path = uploaded(owner_api, {"a.txt": b"a"})
+    inputs = {f"d{index}": {"type": "uri_folder", "path": path} for index in range(count)}
+    command = "ls " + " ".join(f"${{{{inputs.d{index}}}}}" for index in range(count))
+    with django_assert_max_num_queries(8 + count):  # one lookup per upload
+        response = post(owner_api, inputs, command=command)
+    assert response.status_code == 201, response.json()
+    assert len(Job.objects.get(name="reader").resolved_inputs) == count

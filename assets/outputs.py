@@ -10,6 +10,7 @@ from django.apps import apps
 from controlplane.api import BadRequest
 from workspaces.models import Workspace
 
+from . import storage
 from .models import Blob, Snapshot
 from .specs import snapshots as spec
 from .specs.references import InvalidReference, Reference, parse_reference
@@ -86,9 +87,14 @@ def derived(source: Snapshot, entries: list[spec.Entry]) -> Snapshot:
     rows = sorted([entry.path, entry.sha256, entry.mode] for entry in entries)
     snapshot, _ = Snapshot.objects.get_or_create(
         workspace_id=source.workspace_id, sha256=spec.snapshot_id(entries),
-        defaults={"files": rows, "size": sum(sizes[entry.sha256] for entry in entries), "file_count": len(rows),
+        defaults={"files": rows, "size": sum(_size(sizes, entry.sha256) for entry in entries), "file_count": len(rows),
                   "created_by_id": source.created_by_id})
     return snapshot
+
+
+def _size(sizes: dict[str, int], sha256: str) -> int:
+    """A blob's size from the workspace's records, else from storage (a blob stored without this workspace's row)."""
+    return sizes[sha256] if sha256 in sizes else storage.artifacts().size(storage.blob_key(sha256))
 
 
 def _sizes(source: Snapshot) -> dict[str, int]:

@@ -15,7 +15,7 @@ from workspaces.audit import audit_record
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from . import curated
+from . import curated, outputs
 from .models import AssetVersion, Data, Environment, Model, Snapshot
 from .specs.data import parse_data
 from .specs.environment import parse_environment
@@ -27,8 +27,6 @@ RECORDS: dict[str, type[AssetVersion]] = {"environment": Environment, "model": M
 CODES = {"environment": "InvalidEnvironment", "model": "InvalidModel", "data": "InvalidData"}
 LOCAL_PATH = ("{path!r} is a path on your machine: upload it first (dockyard {kind} create -f packs and uploads it; "
               "the API takes the azureml://uploads/<sha256> that uploads/ answers).")
-JOB_OUTPUT = ("Registering a job's output is not available yet (job outputs are not kept in artifact storage): "
-              "download it (job outputs) and upload it.")
 
 
 @dataclass(frozen=True)
@@ -78,6 +76,8 @@ def data_create(*, user, workspace: Workspace, data: object) -> Data:
         spec["path"] = spec["path"]["url"]
         return _save("data", user, workspace, spec, type=spec["type"], path=spec["path"], snapshot=None)
     snapshot = _uploaded(workspace, spec["path"], "data")
+    if spec["type"] == "uri_file" and snapshot.file_count != 1:
+        raise _invalid("data", [("path", f"A uri_file is one file; {snapshot.path} holds {snapshot.file_count}.")])
     spec["path"] = snapshot.path
     return _save("data", user, workspace, spec, type=spec["type"], path=snapshot.path, snapshot=snapshot)
 
@@ -87,7 +87,11 @@ def _uploaded(workspace: Workspace, path: dict, kind: str) -> Snapshot:
     if "local" in path:
         problem = LOCAL_PATH.format(path=path["local"], kind=kind)
     elif "job" in path:
-        problem = JOB_OUTPUT
+        reference = Reference("job_output", path["job"], output=path["output"], path=path["path"])
+        try:
+            return outputs.job_output_snapshot(workspace, reference, "path")
+        except BadRequest as exc:
+            problem = str(exc.detail)
     else:
         snapshot = Snapshot.objects.filter(workspace=workspace, sha256=path["upload"]).defer("files").first()
         if snapshot is not None:
@@ -174,6 +178,11 @@ def resolve_environment(workspace: Workspace, ref: str, target: str = "environme
 def resolve_model(workspace: Workspace, ref: str, target: str = "model") -> Model:
     """The model version a reference names (`azureml:name:version`, `azureml:name@latest`); 400 at `target` if none."""
     return _registered(Model, workspace, _reference(ref, "model", target), target)
+
+
+def resolve_data(workspace: Workspace, ref: str, target: str = "data") -> Data:
+    """The data version a reference names (`azureml:name:version`, `azureml:name@latest`); 400 at `target` if none."""
+    return _registered(Data, workspace, _reference(ref, "data", target), target)
 
 
 def _reference(ref: object, kind: str, target: str) -> Reference:

@@ -366,6 +366,9 @@ DOCKYARD_LOCAL_PATHS = [Path(path) for path in os.environ.get("DOCKYARD_LOCAL_PA
 # them fails, saying which): the copy is the tenant's, so it must not be a way to fill the worker's disk.
 DOCKYARD_JOB_CODE_MAX_BYTES = int(os.environ.get("DOCKYARD_JOB_CODE_MAX_BYTES", str(256 * 1024 * 1024)))
 DOCKYARD_JOB_CODE_MAX_FILES = int(os.environ.get("DOCKYARD_JOB_CODE_MAX_FILES", "10000"))
+# A local job's https:// uri_file inputs are fetched by the worker (public addresses only) within these bounds.
+DOCKYARD_JOB_INPUT_URL_MAX_BYTES = int(os.environ.get("DOCKYARD_JOB_INPUT_URL_MAX_BYTES", str(1024**3)))
+DOCKYARD_JOB_INPUT_URL_SECONDS = int(os.environ.get("DOCKYARD_JOB_INPUT_URL_SECONDS", "600"))
 # `jobs/{name}/outputs/` lists at most this many files of a local job's ./outputs folder.
 DOCKYARD_JOB_OUTPUTS_MAX_LIST = int(os.environ.get("DOCKYARD_JOB_OUTPUTS_MAX_LIST", "5000"))
 # Open `logs?follow=true` streams per user (counted in the cache, so Redis counts them across web processes); 429 beyond.

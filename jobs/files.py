@@ -236,7 +236,7 @@ def check_output_path(path: object) -> PurePosixPath:
     return PurePosixPath(path)
 
 
-def _open_outputs(job) -> int | None:
+def open_outputs(job) -> int | None:
     """A descriptor of the job's ./outputs folder (None when it has none yet); links anywhere on the way are refused."""
     try:
         folder = os.open(started_folder(job), DIRECTORY)
@@ -260,7 +260,7 @@ def _open_outputs(job) -> int | None:
 
 def output_files(job, limit: int) -> list[dict]:
     """The regular files under the job's ./outputs, as [{name, path, size}] sorted by path (at most `limit`)."""
-    top = _open_outputs(job)
+    top = open_outputs(job)
     if top is None:
         return []
     files = []
@@ -295,7 +295,7 @@ def _listed(folder: str, name: str, fd: int) -> dict | None:
 
 def open_output(job, path: PurePosixPath):
     """One output file opened for reading (a binary file object); FileNotFoundError when there is none."""
-    fd = _open_outputs(job)
+    fd = open_outputs(job)
     if fd is None:
         raise FileNotFoundError(str(path))
     try:

@@ -1,9 +1,11 @@
-"""Read paths for jobs: lists, one job, log pages, events and a local job's output files."""
+"""Read paths for jobs: lists, one job, log pages, events and a job's output files (in storage, or a local job's folder)."""
 from typing import BinaryIO
 
 from django.conf import settings
 from django.db.models import F, Q, QuerySet
 
+from assets import storage
+from assets.models import Blob, Snapshot
 from workspaces.models import Workspace
 
 from . import files
@@ -71,15 +73,38 @@ def event_list(*, job: Job) -> QuerySet[JobEvent]:
 
 
 def outputs_kept(*, job: Job) -> bool:
-    """Only local jobs keep their ./outputs folder (a Kubernetes pod's files go with it, until output storage lands)."""
-    return job.target == Target.LOCAL
+    """Outputs in storage (collected when the job ended, local or Kubernetes), or a local job's live ./outputs folder."""
+    return job.outputs_snapshot_id is not None or job.target == Target.LOCAL
 
 
 def output_list(*, job: Job) -> list[dict]:
-    """The files the job left in ./outputs (its declared outputs are folders in it): [{name, path, size}]."""
-    return files.output_files(job, settings.DOCKYARD_JOB_OUTPUTS_MAX_LIST)
+    """The files of the job's ./outputs as [{name, path, size, output}] sorted by path: from storage once collected,
+    else from a local job's folder. `output` is the declared output a file belongs to (None for the rest)."""
+    limit = settings.DOCKYARD_JOB_OUTPUTS_MAX_LIST
+    if job.outputs_snapshot_id is None:
+        rows = files.output_files(job, limit)
+    else:
+        manifest = Snapshot.objects.filter(pk=job.outputs_snapshot_id).values_list("files", flat=True).first() or []
+        manifest = manifest[:limit]
+        sizes = dict(Blob.objects.filter(workspace_id=job.workspace_id, sha256__in={row[1] for row in manifest})
+                     .values_list("sha256", "size"))
+        rows = [{"name": path.rsplit("/", 1)[-1], "path": path, "size": sizes.get(sha256, 0)}
+                for path, sha256, _ in manifest]
+    declared = job.spec.get("outputs") or {}
+    for row in rows:
+        top = row["path"].split("/", 1)[0]
+        row["output"] = top if top in declared else None
+    return rows
 
 
 def output_file(*, job: Job, path: str) -> BinaryIO:
-    """One output file, opened without following links (files.FileRefused / FileNotFoundError say why not)."""
-    return files.open_output(job, files.check_output_path(path))
+    """One output file (files.FileRefused / FileNotFoundError say why not): from storage once collected, else opened
+    in a local job's folder without following links."""
+    checked = files.check_output_path(path)
+    if job.outputs_snapshot_id is None:
+        return files.open_output(job, checked)
+    manifest = Snapshot.objects.filter(pk=job.outputs_snapshot_id).values_list("files", flat=True).first() or []
+    sha256 = next((row[1] for row in manifest if row[0] == str(checked)), None)
+    if sha256 is None:
+        raise FileNotFoundError(path)
+    return storage.blob_open(sha256)

@@ -106,11 +106,12 @@ class JobEventSerializer(serializers.ModelSerializer):
 
 
 class JobOutputFileSerializer(serializers.Serializer):
-    """One file a local job left in ./outputs."""
+    """One file a job left in ./outputs."""
 
     name = serializers.CharField()
     path = serializers.CharField(help_text="relative to ./outputs; GET outputs/?path=... downloads it")
     size = serializers.IntegerField()
+    output = serializers.CharField(allow_null=True, help_text="the declared output the file belongs to (outputs/<name>)")
 
 
 class OutputsReceivedSerializer(serializers.Serializer):

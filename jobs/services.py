@@ -22,6 +22,7 @@ from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
 from .choices import CANCELABLE, JobStatus, Target
+from .inputs import resolve_inputs
 from .models import Job, JobEvent
 from .spec import DEFAULT_SHM, parse_job
 
@@ -193,6 +194,9 @@ def job_create(*, user, workspace: Workspace, data: dict) -> Job:
         raise _invalid(exc.errors) from None
     _resolve_environment(workspace, spec)
     target, compute, instance_type = _placement(workspace, spec)
+    resolved_inputs, errors = resolve_inputs(workspace, spec)
+    if errors:
+        raise _invalid(errors)
     if spec["name"] and Job.objects.filter(workspace=workspace, name=spec["name"]).exists():
         raise Conflict(f"A job named '{spec['name']}' already exists in workspace '{workspace.name}'.")
     spec["name"] = spec["name"] or _generated_name(workspace)
@@ -200,7 +204,7 @@ def job_create(*, user, workspace: Workspace, data: dict) -> Job:
         workspace=workspace, name=spec["name"], display_name=spec.get("display_name") or spec["name"],
         experiment_name=spec["experiment_name"], description=spec.get("description", ""), tags=spec.get("tags", {}),
         spec=spec, compute_name=spec["compute"], target=target, compute=compute, instance_type=instance_type,
-        created_by=user,
+        resolved_inputs=resolved_inputs, created_by=user,
     )
     JobEvent.objects.create(job=job, time=job.created_at, reason=JobStatus.NOT_STARTED, message=_submitted(job))
     audit_record(actor=user, action=AuditAction.CREATE, target_type="job", target_name=job.name, workspace=workspace,

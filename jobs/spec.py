@@ -16,13 +16,24 @@ from controlplane.specs import (
     canonical_enum,
     limit_errors,
     positive_int,
-    scalar_text,
     string_map,
     unknown_fields,
 )
 
+from .spec_io import (  # noqa: F401 (the input and output field sets and helpers, read from here too)
+    DATA_INPUT_TYPES,
+    DEFAULT_OUTPUT,
+    ENV_NAME,
+    INPUT_FIELDS,
+    OUTPUT_FIELDS,
+    input_location,
+    input_text,
+    output_is_file,
+    parse_inputs,
+    parse_outputs,
+)
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DOCKER_SIZE = re.compile(r"^([1-9][0-9]*)([bkmg]?)$", re.IGNORECASE)
 REFERENCE = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 DEFAULT_SHM = "2g"
@@ -74,23 +85,6 @@ REFUSED_ENVIRONMENT = {
 }
 # What `job show` writes for a referenced environment: the reference, and the image it resolved to (resolved again).
 SHOWN_REFERENCE = {"reference", "image"}
-DATA_INPUT_TYPES = {"uri_file", "uri_folder", "mlflow_model", "custom_model", "mltable"}
-LITERAL_INPUT_TYPES = {"string", "integer", "number", "boolean"}
-INPUT_FIELDS = {"type", "path", "mode", "default", "value", "description"}
-# Azure ML's input modes per type (azure-ai-ml's input schemas).
-INPUT_MODES = {"ro_mount", "download", "direct"}
-MLTABLE_INPUT_MODES = INPUT_MODES | {"eval_mount", "eval_download"}
-OUTPUT_FIELDS = {"type", "mode", "description"}
-OUTPUT_TYPES = {"uri_folder", "uri_file", "mlflow_model", "custom_model", "mltable"}
-OUTPUT_MODES = {"rw_mount", "upload", "mount"}  # each leaves the files in the job's outputs folder, kept with the job
-REFUSED_OUTPUT_FIELDS = {
-    "path": "Outputs are kept in the job's own outputs folder (listed at the job's outputs/): there is no datastore "
-            "to write them to; leave path out.",
-    "name": "Outputs are not registered as data assets here: leave name and version out.",
-    "version": "Outputs are not registered as data assets here: leave name and version out.",
-    "datastore": "There are no datastores here: outputs stay in the job's outputs folder; leave datastore out.",
-}
-DEFAULT_OUTPUT = "default"  # Azure ML's name for the run's own artifact folder (Dockyard's ./outputs)
 LIMITS_FIELDS = {"timeout"}
 DISTRIBUTIONS = {
     "pytorch": {"process_count_per_instance"},
@@ -100,9 +94,6 @@ DISTRIBUTIONS = {
 # Kept and shown, but not read by Dockyard (the field-audit test walks the accepted fields against this).
 STORED_ONLY: dict[str, str] = {
     "properties": "Descriptive key/value pairs, kept and shown with the job like tags; Dockyard reads none of them.",
-    "inputs.*.mode": "A data input's path is given to the command as written (Azure ML's `direct`); a local job's "
-                     "input under DOCKYARD_LOCAL_PATHS is shown read-only at that path whatever the mode. Nothing is "
-                     "downloaded; ro_mount and download are checked and kept so Azure ML YAML loads unchanged.",
     "inputs.*.description": "Shown with the job; describes the input.",
     "outputs.*.description": "Shown with the job; describes the output.",
 }
@@ -135,8 +126,8 @@ def parse_job(body: object) -> dict:
     spec["resources"] = _resources(body.get("resources"), errors)
     spec["distribution"] = _distribution(body.get("distribution"), spec["resources"].get("instance_count", 1), errors)
     spec["limits"] = _limits(body.get("limits"), errors)
-    spec["inputs"] = _inputs(body.get("inputs"), errors)
-    spec["outputs"] = _outputs(body.get("outputs"), errors)
+    spec["inputs"] = parse_inputs(body.get("inputs"), errors)
+    spec["outputs"] = parse_outputs(body.get("outputs"), errors)
     if isinstance(spec["command"], str):
         _check_references(spec, errors)
     spec = _json_safe(spec, "", errors)
@@ -325,115 +316,6 @@ def _limits(value: object, errors: list) -> dict:
     return {"timeout": timeout} if timeout else {}
 
 
-def _inputs(value: object, errors: list) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        errors.append(("inputs", "inputs must be a mapping of names to values."))
-        return {}
-    result = {}
-    for key, item in value.items():
-        path = f"inputs.{key}"
-        if not isinstance(key, str) or not ENV_NAME.match(key):
-            errors.append((path, f"'{key}' is not a valid input name."))
-        elif scalar_text(item) is not None:
-            result[key] = item
-        elif isinstance(item, dict):
-            normalised = _input(item, path, errors)
-            if normalised is not None:
-                result[key] = normalised
-        else:
-            errors.append((path, "An input is a literal (string, number, boolean), {type: <literal type>, default: ...} "
-                                 "or {type: uri_file|uri_folder|..., path: ...}."))
-    return result
-
-
-def _input(item: dict, path: str, errors: list) -> dict | None:
-    """One input mapping with its type and mode in canonical spelling; a data input without `type` is a uri_folder."""
-    unknown = set(item) - INPUT_FIELDS
-    unknown_fields(item, INPUT_FIELDS, errors, f"'{{key}}' is not an input field here ({', '.join(sorted(INPUT_FIELDS))}).",
-                   f"{path}.")
-    result = dict(item)
-    if "type" in item:
-        kind = canonical_enum(item["type"], DATA_INPUT_TYPES | LITERAL_INPUT_TYPES)
-    else:
-        kind = "uri_folder" if "path" in item else None  # Azure ML's default for an input given by path
-    if kind is not None:
-        result["type"] = kind
-    if "mode" in item:
-        modes = MLTABLE_INPUT_MODES if kind == "mltable" else INPUT_MODES if kind in DATA_INPUT_TYPES else set()
-        mode = canonical_enum(item["mode"], modes)
-        if mode is None:
-            shown = ", ".join(sorted(modes)) or "none: a literal input has no mode"
-            errors.append((f"{path}.mode", f"mode {item['mode']!r} is not a mode of a {kind or 'literal'} input ({shown})."))
-            return None
-        result["mode"] = mode
-    if unknown or ("type" in item and kind is None) or _input_value(result) is None:
-        if not unknown:
-            errors.append((path, "An input is a literal (string, number, boolean), {type: <literal type>, default: ...} "
-                                 "or {type: uri_file|uri_folder|..., path: ...}."))
-        return None
-    return result
-
-
-def _input_value(item: dict) -> str | None:
-    """The text an input stands for in the command, or None when the input is malformed."""
-    kind = item.get("type")
-    if kind in DATA_INPUT_TYPES:
-        return item["path"] if isinstance(item.get("path"), str) and item["path"] else None
-    if kind in LITERAL_INPUT_TYPES or kind is None:
-        return scalar_text(item.get("default", item.get("value")))
-    return None
-
-
-def _outputs(value: object, errors: list) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        errors.append(("outputs", "outputs must be a mapping of names to {type, mode}."))
-        return {}
-    result = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or not ENV_NAME.match(key):
-            errors.append((f"outputs.{key}", f"'{key}' is not a valid output name."))
-        elif item is not None and not isinstance(item, dict):
-            errors.append((f"outputs.{key}", "An output is a mapping such as {type: uri_folder, mode: rw_mount}."))
-        else:
-            result[key] = item if item is None else _output(key, item, errors)
-    return result
-
-
-def _output(name: str, item: dict, errors: list) -> dict:
-    """One output with its type and mode in canonical spelling; what Dockyard cannot do with it is refused."""
-    path = f"outputs.{name}"
-    result = {}
-    for key, field in item.items():
-        if key == "path" and name == DEFAULT_OUTPUT:
-            continue  # `job show` output: Azure ML's artifact folder of the run, which the job's outputs folder is here
-        if key in REFUSED_OUTPUT_FIELDS:
-            errors.append((f"{path}.{key}", REFUSED_OUTPUT_FIELDS[key]))
-        elif key not in OUTPUT_FIELDS:
-            errors.append((f"{path}.{key}", f"'{key}' is not an output field here (type, mode, description)."))
-        else:
-            result[key] = field
-    if "type" in item:
-        result["type"] = canonical_enum(item["type"], OUTPUT_TYPES) or item["type"]
-        if result["type"] not in OUTPUT_TYPES:
-            errors.append((f"{path}.type", f"An output's type is one of {', '.join(sorted(OUTPUT_TYPES))}."))
-    if "mode" in item:
-        result["mode"] = canonical_enum(item["mode"], OUTPUT_MODES) or item["mode"]
-        if result["mode"] not in OUTPUT_MODES:
-            errors.append((f"{path}.mode", f"Output mode {item['mode']!r} is not available: the files a job writes stay in "
-                                           "its outputs folder (rw_mount, upload or mount); `direct` needs storage to "
-                                           "write to, which Dockyard does not have."))
-    return result
-
-
-def output_is_file(spec: dict, name: str) -> bool:
-    """A uri_file output names a file in the outputs folder; every other type a folder."""
-    return ((spec.get("outputs") or {}).get(name) or {}).get("type") == "uri_file"
-
-
 def _check_references(spec: dict, errors: list) -> None:
     for reference in REFERENCE.findall(spec["command"]):
         kind, _, name = reference.partition(".")
@@ -442,17 +324,6 @@ def _check_references(spec: dict, errors: list) -> None:
             errors.append(("command", f"${{{{{reference}}}}} is not an input or output reference."))
         elif name not in known:
             errors.append(("command", f"The command uses ${{{{{reference}}}}} but the job has no {kind[:-1]} '{name}'."))
-
-
-def input_text(value: object) -> str:
-    """What `${{inputs.x}}` becomes for one input."""
-    return scalar_text(value) if not isinstance(value, dict) else _input_value(value) or ""
-
-
-def input_location(inputs_dir: str, name: str, resolved: dict) -> str:
-    """Where a fetched input lands: its own folder under `inputs_dir`, or the one file in it for a uri_file."""
-    folder = f"{inputs_dir}/{name}"
-    return f"{folder}/{resolved['file']}" if resolved.get("file") else folder
 
 
 def render_command(spec: dict, outputs_dir: str = "outputs", inputs_dir: str = "inputs",

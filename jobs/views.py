@@ -210,9 +210,8 @@ class JobViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
     def outputs(self, request, *args, **kwargs):
         job = self.get_object()
         if not selectors.outputs_kept(job=job):
-            raise JobStateConflict(f"Job '{job.name}' runs on Kubernetes: its pods' files are not kept, so there are no "
-                                   "outputs to list (only local jobs keep ./outputs until output storage lands).",
-                                   code="OutputsNotKept")
+            raise JobStateConflict(f"Job '{job.name}' has no outputs in storage: a Kubernetes job's ./outputs are "
+                                   "kept once its pods have uploaded them at its end.", code="OutputsNotKept")
         path = request.query_params.get("path")
         if path is None:
             try:

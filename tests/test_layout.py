@@ -108,7 +108,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "compute/manifests.py",
         "compute/shapes.py", "compute/spec/__init__.py", "compute/spec/fields.py", "compute/spec/forms.py",
         "compute/spec/rules.py", "compute/spec/kinds.py", "compute/spec/instances.py", "compute/spec/attached.py",
-        "compute/spec/audit.py", "jobs/spec.py", "jobs/manifests.py", "endpoints/spec.py", "endpoints/manifests.py",
+        "compute/spec/audit.py", "jobs/spec.py", "jobs/spec_io.py", "jobs/manifests.py", "endpoints/spec.py", "endpoints/manifests.py",
         "endpoints/keys.py", "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py",
         "assets/specs/model.py", "assets/specs/data.py", "assets/specs/snapshots.py", "assets/specs/versions.py",
         "assets/specs/pods.py",

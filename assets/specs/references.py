@@ -10,7 +10,8 @@ The forms, as azure-ai-ml reads them (its operation orchestrator and URI pattern
 - `azureml://locations/<region>/workspaces/<workspace>/<kind>/<name>/versions/<v>` and the ARM id
   `[azureml:]/subscriptions/…/workspaces/<workspace>/<kind>/<name>/versions/<v>`: the workspace is kept for the
   caller to check (a reference to another workspace is not followed).
-- `azureml://jobs/<job>/outputs/<output>/paths/<path>`: a job's output (`az ml model create --path …`).
+- `azureml://jobs/<job>/outputs/<output>` and `…/outputs/<output>/paths/<path>`: a job's output (`az ml model create
+  --path …`); `artifacts` is the run's artifact root (its `outputs/` is the job's ./outputs), `default` the ./outputs.
 - `azureml://datastores/…` is refused: there are no datastores here.
 Anything else, and anything hostile (over-long, control characters, look-alike letters, '..'), is an InvalidReference
 with a message fit to show; never another exception.
@@ -30,7 +31,7 @@ REGISTRY = re.compile(rf"azureml://registries/({SEGMENT})/({SEGMENT})/({SEGMENT}
 LOCATION = re.compile(rf"azureml://locations/({SEGMENT})/workspaces/({SEGMENT})/({SEGMENT})/({SEGMENT})/versions/({SEGMENT})/?")
 ARM_ID = re.compile(rf"/subscriptions/({SEGMENT})/resource[gG]roups/({SEGMENT})/providers/Microsoft\.MachineLearningServices/"
                     rf"workspaces/({SEGMENT})/({SEGMENT})/({SEGMENT})/versions/({SEGMENT})/?", re.IGNORECASE)
-JOB_OUTPUT = re.compile(rf"azureml://jobs/({SEGMENT})/outputs/({SEGMENT})/paths/(.*)", re.DOTALL)
+JOB_OUTPUT = re.compile(rf"azureml://jobs/({SEGMENT})/outputs/({SEGMENT})(?:/paths/(.*)|/?)", re.DOTALL)
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,254}", re.ASCII)
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}", re.ASCII)
 FORMS = ("azureml:<name>:<version>, azureml:<name>@latest, "
@@ -145,13 +146,14 @@ def _uri(pattern: re.Pattern, text: str, kind: str | None, workspace_group: int)
 def _job_output(text: str) -> Reference:
     match = JOB_OUTPUT.fullmatch(text)
     if not match:
-        raise InvalidReference(f"{_shown(text)} is not a job output: use azureml://jobs/<job>/outputs/<output>/paths/<path>.")
+        raise InvalidReference(f"{_shown(text)} is not a job output: use azureml://jobs/<job>/outputs/<output> or "
+                               "azureml://jobs/<job>/outputs/<output>/paths/<path>.")
     job, output, path = match.groups()
     if not JOB_NAME.fullmatch(job):
         raise InvalidReference(f"{_shown(job)} is not a job name.")
     if not OUTPUT_NAME.fullmatch(output):
         raise InvalidReference(f"{_shown(output)} is not an output name.")
-    if path in ("", "/"):
+    if path in (None, "", "/"):
         return Reference("job_output", job, output=output, path="")
     problem = local_path_problem(path)
     if problem:

@@ -29,6 +29,7 @@ from assets.specs.references import InvalidReference, Reference, is_reference, p
     ("azureml://jobs/mighty_pear_2rx8xk5b/outputs/artifacts/paths/model/", "model",
      Reference("job_output", "mighty_pear_2rx8xk5b", output="artifacts", path="model/")),
     ("azureml://jobs/j1/outputs/model_output/paths/", None, Reference("job_output", "j1", output="model_output", path="")),
+    ("azureml://jobs/j1/outputs/model_output", None, Reference("job_output", "j1", output="model_output", path="")),
 ])
 def test_each_form_reads_to_one_reference(text, kind, expected):
     assert parse_reference(text, kind) == expected
@@ -51,7 +52,7 @@ def test_each_form_reads_to_one_reference(text, kind, expected):
     ("azureml://registries/azureml/environments/sklearn-1.5", "not a registry reference"),
     ("azureml://registries/azureml/environments/sklearn-1.5/labels/stable", "the one label"),
     ("azureml://registries/azureml/models/m/versions/1", "names a model asset where an environment"),
-    ("azureml://jobs/j1/outputs/artifacts", "not a job output"),
+    ("azureml://jobs/j1/outputs/artifacts/more", "not a job output"),
     ("azureml://jobs/j1/outputs/artifacts/paths/../../etc/passwd", "leaves the output's folder"),
     ("azureml://jobs/j1/outputs/artifacts/paths//etc/passwd", "is absolute"),
     ("azureml://jobs/../outputs/a/paths/x", "not a job name"),

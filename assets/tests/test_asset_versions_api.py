@@ -108,7 +108,7 @@ def test_a_model_is_registered_from_an_upload_of_the_workspace(owner_api):
     ("./model", "is a path on your machine"),
     ("../../etc/passwd", "leaves the YAML file's folder"),
     ("/etc/passwd", "is absolute"),
-    ("azureml://jobs/j1/outputs/artifacts/paths/model/", "not available yet"),
+    ("azureml://jobs/j1/outputs/artifacts/paths/model/", "has no job 'j1'"),
     ("https://example.org/model.pkl", "URLs"),
     ("azureml://uploads/../../x", ""),
 ])

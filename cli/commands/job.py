@@ -8,7 +8,7 @@ import click
 from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
 from ..documents import apply_assignments, read_text, single_document
-from ..errors import EXIT_INTERRUPTED, ApiError, ConnectionFailed, InvalidInput
+from ..errors import EXIT_INTERRUPTED, ApiError, ConnectionFailed
 from ..logstream import LogFollower
 from ..output import (
     Column,
@@ -33,6 +33,7 @@ from ..resources.job import (
     where_cell,
     with_code_uploaded,
 )
+from ..resources.job_download import download_outputs, job_name, save_log
 
 LOG_PAGE = 1000
 DEFAULT_MAX = 50
@@ -296,70 +297,38 @@ def download_target(path: str | None, name: str) -> Path:
 
 
 @job.command("download")
-@click.argument("name")
-@click.option("-p", "--download-path", "path", metavar="PATH", help="File, or folder for NAME.log (default: ./NAME.log).")
+@click.argument("name", required=False)
+@click.option("-n", "--name", "name_option", metavar="NAME", help="The job (Azure ML's spelling; or give NAME).")
+@click.option("-p", "--download-path", "path", metavar="PATH",
+              help="File, or folder for NAME.log (default: ./NAME.log); with --output-name or --all, the folder the "
+                   "files go under (default: .).")
+@click.option("--output-name", metavar="OUTPUT", help="Save one output's files under PATH/named-outputs/OUTPUT "
+                                                      "('default': the whole ./outputs).")
+@click.option("--all", "everything", is_flag=True, help="Save the log and every output file under PATH: PATH/NAME.log "
+                                                         "and PATH/outputs/...")
 @click.option("--output-dir", metavar="DIR",
               help="Save the job's output files (its ./outputs folder) under DIR instead of the log.")
 @workspace_option
 @output_option
 @pass_state
-def download_job_log(state: State, name: str, path: str | None, output_dir: str | None) -> None:
-    """Save a job's whole log as a text file, or with --output-dir its output files.
+def download_job_log(state: State, name: str | None, name_option: str | None, path: str | None,
+                     output_name: str | None, everything: bool, output_dir: str | None) -> None:
+    """Save a job's whole log as a text file, or its output files.
 
-    --output-dir DIR saves each file the job left in ./outputs (a local job's; Kubernetes jobs keep none yet) at its
-    path under DIR, creating folders as needed.
+    --output-dir DIR saves each file the job left in ./outputs at its path under DIR, creating folders as needed;
+    --output-name OUTPUT saves one declared output's files under PATH/named-outputs/OUTPUT; --all saves the log and
+    every output file under PATH. Progress goes to stderr; no file is written outside the folder.
     """
+    name = job_name(name, name_option)
+    if output_name is not None or everything:
+        folder = Path(path or ".").expanduser()
+        if everything:
+            save_log(state, name, folder / f"{name}.log")
+            download_outputs(state, name, folder / "outputs")
+        else:
+            download_outputs(state, name, folder / "named-outputs" / output_name, output_name)
+        return
     if output_dir is not None:
         download_outputs(state, name, Path(output_dir).expanduser())
         return
-    workspace, client = state.workspace, state.client()
-    target = download_target(path, name)
-    try:
-        save_download(client, jobs_path(workspace, name, "logs"), {"download": "true"}, target)
-    except ApiError as error:
-        raise job_not_found_in_workspace(client, workspace, name, error) from None
-    saved = {"name": name, "path": str(target), "bytes": target.stat().st_size}
-    print_written(saved, state.output, f"job/{name} log saved to {target} ({saved['bytes']} bytes)")
-
-
-def save_download(client: ApiClient, path: str, params: dict, target: Path) -> None:
-    """Stream a download into `target` through a .part file: a failed download leaves an existing file as it was."""
-    partial = target.with_name(target.name + ".part")
-    try:
-        with partial.open("wb") as stream:
-            client.download(path, params, stream.write)
-        partial.replace(target)
-    except OSError as exc:
-        raise InvalidInput(f"Cannot write {target}: {exc.strerror or exc}", code="InvalidFile") from None
-    finally:
-        partial.unlink(missing_ok=True)
-
-
-def download_outputs(state: State, name: str, folder: Path) -> None:
-    """Every file of the job's outputs list, saved at its path under `folder`."""
-    workspace, client = state.workspace, state.client()
-    outputs = jobs_path(workspace, name, "outputs")
-    try:
-        listed = client.get(outputs).body
-        saved = []
-        for row in listed:
-            target = output_target(folder, row.get("path"))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            save_download(client, outputs, {"path": row["path"]}, target)
-            saved.append({"path": row["path"], "file": str(target), "bytes": target.stat().st_size})
-    except ApiError as error:
-        raise job_not_found_in_workspace(client, workspace, name, error) from None
-    except OSError as exc:
-        raise InvalidInput(f"Cannot write under {folder}: {exc.strerror or exc}", code="InvalidFile") from None
-    total = sum(row["bytes"] for row in saved)
-    print_written({"name": name, "folder": str(folder), "files": saved}, state.output,
-                  f"job/{name} outputs saved to {folder} ({len(saved)} files, {total} bytes)")
-
-
-def output_target(folder: Path, path: object) -> Path:
-    """Where one listed file goes: under `folder`, never outside it whatever the server answered."""
-    parts = path.split("/") if isinstance(path, str) else []
-    if not parts or any(part in ("", ".", "..") or "\\" in part or "\0" in part for part in parts):
-        raise InvalidInput(f"The server listed an output path that is not a plain relative path: {path!r}.",
-                           code="InvalidResponse")
-    return folder.joinpath(*parts)
+    save_log(state, name, download_target(path, name))

@@ -18,6 +18,8 @@ from .base import (
 from .compute import compute_name
 from .uploads import uploaded_field
 
+LITERAL_TYPES = {"string", "integer", "number", "boolean"}
+
 # Azure ML job types: Dockyard runs command jobs; the others are recognised to say so.
 JOB_TYPES = ("command", "pipeline", "sweep", "spark")
 
@@ -151,12 +153,25 @@ def display_changes(document: dict, current: dict) -> list[str]:
 
 
 def with_code_uploaded(document: Document, client: ApiClient, workspace: str, dry_run: bool = False) -> dict:
-    """A job's body with its local `code:` folder (relative to the YAML file's folder, Azure ML's rule) uploaded and
-    named `azureml://uploads/<sha256>`; references (azureml:…) and URLs are left for the server to judge."""
+    """A job's body with its local `code:` folder and its data inputs' local `path:`s (relative to the YAML file's
+    folder, Azure ML's rule) uploaded and named `azureml://uploads/<sha256>` (a uri_file as its one file, under its own
+    name); references (azureml:…), URLs and `mode: direct` inputs are left for the server to judge."""
     body = document.body
     if isinstance(body, dict) and "code" in body:
         body["code"] = uploaded_field(client, workspace, document.base_dir, body["code"], dry_run)
+    inputs = body.get("inputs") if isinstance(body, dict) else None
+    for item in (inputs.values() if isinstance(inputs, dict) else ()):
+        if _uploadable_input(item):
+            item["path"] = uploaded_field(client, workspace, document.base_dir, item["path"], dry_run)
     return body
+
+
+def _uploadable_input(item: object) -> bool:
+    """A data input given by a path (any type but the literal ones) that is fetched rather than given as written."""
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+        return False
+    kind = str(item.get("type", "uri_folder")).lower()
+    return kind not in LITERAL_TYPES and str(item.get("mode", "")).lower() != "direct"
 
 
 def submit(client: ApiClient, workspace: str, body: dict) -> None:

@@ -342,8 +342,8 @@ def test_download_output_dir_saves_the_outputs_files(dockyard, owner, workspace,
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a//b", "a/./b", "", None])
 def test_download_never_writes_outside_the_output_dir(path, tmp_path):
-    from cli.commands.job import output_target
     from cli.errors import InvalidInput
+    from cli.resources.job_download import output_target
 
     with pytest.raises(InvalidInput):
         output_target(tmp_path, path)

@@ -12,6 +12,7 @@ from compute.runners import local as runner
 from compute.runners import sandbox
 from workspaces.access import local_compute_refusal
 
+from .. import staging
 from ..choices import JobStatus
 from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  # noqa: F401 (run_folder: tests)
 from ..models import Job
@@ -37,8 +38,11 @@ def _environment(job: Job, workdir: Path) -> dict[str, str]:
 
 
 def _sandbox(job: Job, workdir: Path) -> sandbox.Sandbox:
-    """The job sees its working directory (read-write), its venv (read-only) and the system; no network unless allowed."""
+    """The job sees its working directory (read-write), its inputs and venv (read-only) and the system; no network
+    unless allowed."""
     binds = [sandbox.Bind(workdir, writable=True), *_input_binds(job)]
+    if job.resolved_inputs:
+        binds.append(sandbox.Bind(staging.inputs_folder(workdir.parent)))
     venv = (job.spec.get("environment") or {}).get("venv")
     if venv:
         binds += sandbox.venv_binds(venv)
@@ -48,9 +52,11 @@ def _sandbox(job: Job, workdir: Path) -> sandbox.Sandbox:
 
 def _input_binds(job: Job) -> list[sandbox.Bind]:
     """Data inputs that are folders or files of this host under DOCKYARD_LOCAL_PATHS, shown read-only at their own path
-    (ro_mount; a download would read the same files). Any other path is given to the command as text, as written."""
+    (ro_mount; a download would read the same files). Fetched inputs (resolved_inputs) are in the run folder."""
     binds = []
-    for item in (job.spec.get("inputs") or {}).values():
+    for name, item in (job.spec.get("inputs") or {}).items():
+        if name in job.resolved_inputs:
+            continue
         path = item.get("path") if isinstance(item, dict) and item.get("type") in DATA_INPUT_TYPES else None
         if not isinstance(path, str) or not os.path.isabs(path) or not os.path.exists(path):
             continue
@@ -84,12 +90,17 @@ def _start(job: Job) -> float | None:
             if code and not upload_sha256(code):
                 sandbox.local_path_bind(code, "code folder")  # still shared now? (checked when posted too)
             copied = prepare_workdir(job, workdir)
-            process = runner.spawn(render_command(job.spec), folder, workdir, {}, _sandbox(job, workdir))
+            arrived = staging.stage_inputs(job, folder)
+            command = render_command(job.spec, inputs_dir=str(staging.inputs_folder(folder)), resolved=job.resolved_inputs)
+            process = runner.spawn(command, folder, workdir, {}, _sandbox(job, workdir))
         except (OSError, sandbox.Refused, FileRefused) as exc:
             save(job, fields + transition(job, JobStatus.FAILED, f"The process could not be started: {exc}"))
             return None
         if copied:
             event(job, "CodeCopied", copied + " into the working directory.")
+        if arrived:
+            event(job, "InputsFetched", f"Inputs in {staging.inputs_folder(folder)} (read-only): "
+                                        + "; ".join(map(str, arrived)) + ".")
     job.runner = {**process.as_dict(), "log_offset": 0}
     event(job, "Started", f"Process {process.pid} on {process.host}, working directory {workdir}.")
     fields += transition(job, JobStatus.RUNNING, "") + ["runner"]
@@ -107,13 +118,13 @@ def _follow(job: Job) -> float | None:
     if job.status == JobStatus.CANCEL_REQUESTED:
         runner.kill_group(process)
         _collect_output(job, process, final=True)
-        save(job, transition(job, JobStatus.CANCELED, "Canceled by request; the process group was stopped."))
+        _end(job, JobStatus.CANCELED, "Canceled by request; the process group was stopped.")
         return None
     timeout = (job.spec.get("limits") or {}).get("timeout")
     if running and timeout and job.start_time and (timezone.now() - job.start_time).total_seconds() > timeout:
         runner.kill_group(process)
         _collect_output(job, process, final=True)
-        save(job, transition(job, JobStatus.FAILED, f"The job timed out after {timeout} s (limits.timeout); its processes were stopped."))
+        _end(job, JobStatus.FAILED, f"The job timed out after {timeout} s (limits.timeout); its processes were stopped.")
         return None
     if running:
         return LOOK_EVERY
@@ -126,12 +137,26 @@ def _finish(job: Job, process: runner.Process) -> None:
         runner.kill_group(process)  # the command exited but left children behind: they go with the job
     if code is None:
         reason = "The process disappeared without an exit code (was the worker's host restarted?)."
-        save(job, transition(job, JobStatus.FAILED, reason))
+        _end(job, JobStatus.FAILED, reason)
     elif code == 0:
-        save(job, transition(job, JobStatus.COMPLETED, "", exit_code=0))
+        _end(job, JobStatus.COMPLETED, "", exit_code=0)
     else:
-        save(job, transition(job, JobStatus.FAILED, _exit_reason(code), exit_code=code))
+        _end(job, JobStatus.FAILED, _exit_reason(code), exit_code=code)
     return None
+
+
+def _end(job: Job, status: str, reason: str, exit_code: int | None = None) -> None:
+    """Save the job's end, its ./outputs collected into storage first (kept with it; named outputs are registered
+    when it completes)."""
+    try:
+        with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
+            said = staging.keep_outputs(job)
+    except Exception as exc:  # storage unreachable: the job still ends; its outputs are said lost, not hidden
+        logger.exception("Could not keep the outputs of job %s", job.name)
+        said = [("Warning", "OutputsNotKept", f"Its outputs could not be kept in storage ({type(exc).__name__}).")]
+    for kind, why, message in said:
+        event(job, why, message, kind)
+    save(job, transition(job, status, reason, exit_code=exit_code))
 
 
 def _exit_reason(code: int) -> str:

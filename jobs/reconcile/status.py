@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from ..choices import TERMINAL, JobStatus
 from ..models import Job, JobEvent, JobLogLine
+from ..outputs import register_outputs
 
 WARNING_STATUSES = {JobStatus.FAILED}
 
@@ -20,6 +21,8 @@ def transition(job: Job, status: str, reason: str = "", *, exit_code: int | None
         event(job, status, reason, "Warning" if status in WARNING_STATUSES else "Normal")
         job.status = status
         changed.append("status")
+        if status == JobStatus.COMPLETED and job.outputs_snapshot_id:
+            register_outputs(job)  # its outputs were kept before it completed: their named ones become assets now
     if job.status_reason != reason:
         job.status_reason = reason
         changed.append("status_reason")

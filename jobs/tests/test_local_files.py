@@ -40,7 +40,8 @@ def test_hello_world_output_writes_to_outputs_and_lists_it(owner_api):
     name = submit(owner_api, name="hello-world-output", command="echo hello > ./outputs/helloworld.txt")
     job = ended(owner_api, name)
     assert job["status"] == "Completed", (job["status_reason"], log_of(owner_api, name))
-    assert owner_api.get(f"{BASE}/{name}/outputs/").json() == [{"name": "helloworld.txt", "path": "helloworld.txt", "size": 6}]
+    assert owner_api.get(f"{BASE}/{name}/outputs/").json() == [{"name": "helloworld.txt", "path": "helloworld.txt", "size": 6,
+                                                                   "output": None}]
     response = owner_api.get(f"{BASE}/{name}/outputs/", {"path": "helloworld.txt"})
     assert b"".join(response.streaming_content) == b"hello\n"
 

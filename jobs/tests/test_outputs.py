@@ -43,8 +43,8 @@ def error_of(response, status: int, target: str | None = None) -> dict:
 def test_the_files_a_local_job_left_are_listed(owner_api, done):
     response = owner_api.get(f"{URL}done/outputs/")
     assert response.status_code == 200, response.json()
-    assert response.json() == [{"name": "helloworld.txt", "path": "helloworld.txt", "size": 6},
-                               {"name": "weights.bin", "path": "model/weights.bin", "size": 3}]
+    assert response.json() == [{"name": "helloworld.txt", "path": "helloworld.txt", "size": 6, "output": None},
+                               {"name": "weights.bin", "path": "model/weights.bin", "size": 3, "output": None}]
 
 
 def test_one_file_downloads_as_an_attachment(owner_api, done):

@@ -33,8 +33,8 @@ def shared(settings, tmp_path):
 
 def test_an_input_without_type_is_a_uri_folder(owner_api):
     job = created(owner_api, "command: ls ${{inputs.training_data}}\ncompute: local\n"
-                             "inputs:\n  training_data:\n    path: data\n    mode: ro_mount\n")
-    assert job["inputs"] == {"training_data": {"type": "uri_folder", "path": "data", "mode": "ro_mount"}}
+                             "inputs:\n  training_data:\n    path: /srv/data\n    mode: ro_mount\n")
+    assert job["inputs"] == {"training_data": {"type": "uri_folder", "path": "/srv/data", "mode": "ro_mount"}}
 
 
 def test_typed_inputs_of_every_kind(owner_api):
@@ -78,7 +78,7 @@ environment:
 inputs:
   data:
     type: URI_FOLDER
-    path: azureml://datastores/workspaceblobstore/paths/cifar/
+    path: /mnt/cifar/
     mode: RO_MOUNT
 resources:
   instance_count: 2

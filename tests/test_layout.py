@@ -112,7 +112,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "endpoints/keys.py", "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py",
         "assets/specs/model.py", "assets/specs/data.py", "assets/specs/snapshots.py", "assets/specs/versions.py",
         "assets/specs/pods.py",
-        "assets/curated.py"]
+        "assets/curated.py", "ignorerules/__init__.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 

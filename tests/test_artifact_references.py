@@ -7,12 +7,13 @@ from django.utils import timezone
 from assets import references
 from assets.collect import collect
 from assets.models import Blob, Data, Model, Snapshot
+from assets.tests.conftest import own_store  # noqa: F401 (a fixture)
 from assets.tests.support import post_archive, targz
 from endpoints.models import OnlineDeployment, OnlineEndpoint
 from jobs.models import Job
 from workspaces.services import workspace_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_store")]  # collection lists the whole store
 
 
 def name_in_job_code(workspace, snapshot):

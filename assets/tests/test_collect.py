@@ -118,7 +118,7 @@ def test_a_dry_run_deletes_nothing_and_says_what_a_run_frees(store, owner_api, w
     assert stored_keys() == set()
 
 
-def test_the_command_runs_it_by_hand(owner_api, workspace, capsys):
+def test_the_command_runs_it_by_hand(own_store, owner_api, workspace, capsys):
     post_archive(owner_api, targz(FILES))
     age(Snapshot.objects.all(), Blob.objects.all())
     call_command("collect_artifacts", "--dry-run")
@@ -129,7 +129,7 @@ def test_the_command_runs_it_by_hand(owner_api, workspace, capsys):
     assert records() == (0, 0, 0, 0)
 
 
-def test_the_collection_is_logged(owner_api, workspace, caplog):
+def test_the_collection_is_logged(own_store, owner_api, workspace, caplog):
     post_archive(owner_api, targz(FILES))
     age(Snapshot.objects.all(), Blob.objects.all())
     with caplog.at_level("INFO", logger="dockyard.artifacts"):
@@ -148,6 +148,6 @@ def test_the_empty_blob_is_collected_like_any_other(store, owner_api, workspace)
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
-def test_nothing_to_collect_is_a_quiet_run(workspace, dry_run):
+def test_nothing_to_collect_is_a_quiet_run(own_store, workspace, dry_run):
     assert collect(dry_run=dry_run).summary() == ("0 abandoned uploads (0 parts), 0 snapshots, 0 blob records, "
                                                   "0 stored blobs; 0 bytes")

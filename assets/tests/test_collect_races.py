@@ -75,7 +75,7 @@ def archive_upload(workspace, user):
 
 
 @pytest.mark.parametrize("with_lock", [True, False])
-def test_an_upload_reusing_a_stored_object_being_collected_keeps_it(owner, workspace, monkeypatch, with_lock):
+def test_an_upload_reusing_a_stored_object_being_collected_keeps_it(own_store, owner, workspace, monkeypatch, with_lock):
     storage.blob_put(sha(DATA), io.BytesIO(DATA))  # stored, and no workspace's row names it: the collector's to take
     if not with_lock:
         monkeypatch.setattr(locks, "hold_store_shared", lambda: None)
@@ -98,7 +98,7 @@ def test_an_upload_reusing_a_stored_object_being_collected_keeps_it(owner, works
     assert freed.objects == (0 if with_lock else 1)
 
 
-def test_a_snapshot_made_from_blobs_being_collected_waits_and_is_refused(owner, workspace, monkeypatch):
+def test_a_snapshot_made_from_blobs_being_collected_waits_and_is_refused(own_store, owner, workspace, monkeypatch):
     services.upload_create(user=owner, workspace=workspace, body=io.BytesIO(targz({"a.txt": DATA})),
                            content_type="application/gzip")
     Snapshot.objects.all().delete()
@@ -120,7 +120,7 @@ def test_a_snapshot_made_from_blobs_being_collected_waits_and_is_refused(owner, 
     assert Snapshot.objects.count() == 0 and not storage.blob_exists(sha(DATA))
 
 
-def test_blobs_a_snapshot_being_made_holds_are_skipped(owner, workspace, monkeypatch):
+def test_blobs_a_snapshot_being_made_holds_are_skipped(own_store, owner, workspace, monkeypatch):
     services.upload_create(user=owner, workspace=workspace, body=io.BytesIO(targz({"a.txt": DATA})),
                            content_type="application/gzip")
     Snapshot.objects.all().delete()

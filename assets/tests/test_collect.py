@@ -9,6 +9,7 @@ from django.utils import timezone
 from assets import storage
 from assets.collect import collect
 from assets.models import Blob, BlobPart, BlobUpload, Snapshot
+from assets.tasks import collect_artifacts
 from assets.tests.conftest import stored_keys
 from assets.tests.support import post_archive, records, send, sha, start, targz
 from workspaces.services import workspace_create
@@ -151,3 +152,13 @@ def test_the_empty_blob_is_collected_like_any_other(store, owner_api, workspace)
 def test_nothing_to_collect_is_a_quiet_run(own_store, workspace, dry_run):
     assert collect(dry_run=dry_run).summary() == ("0 abandoned uploads (0 parts), 0 snapshots, 0 blob records, "
                                                   "0 stored blobs; 0 bytes")
+
+
+def test_beat_runs_the_collection_as_a_task(own_store, owner_api, workspace, settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["collect-artifacts"]
+    assert entry["task"] == collect_artifacts.name == "assets.tasks.collect_artifacts"
+    assert entry["schedule"].total_seconds() == settings.DOCKYARD_ARTIFACT_COLLECT_SECONDS
+    post_archive(owner_api, targz(FILES))
+    age(Snapshot.objects.all(), Blob.objects.all())
+    assert collect_artifacts.apply().get().startswith("0 abandoned uploads (0 parts), 1 snapshots, 2 blob records")
+    assert records() == (0, 0, 0, 0)

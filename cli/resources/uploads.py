@@ -202,7 +202,7 @@ def _head(path: Path) -> bytes | None:
 def archive(packed: Packed) -> bytes:
     """The files as a deterministic .tar.gz (the same files give the same bytes)."""
     buffer = io.BytesIO()
-    # gzip's own default level, as `tar -czf` uses: GzipFile's 9 costs about twice the CPU for 1 % fewer bytes
+    # gzip's own default level, as `tar -czf` uses: GzipFile's 9 costs about twice the CPU for under 1 % fewer bytes
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=6) as zipped:
         with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for item in packed.files:

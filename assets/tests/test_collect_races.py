@@ -13,7 +13,7 @@ from django.db import connection, connections
 from assets import collect as collect_module
 from assets import locks, services, storage
 from assets.collect import collect
-from assets.models import Blob, Snapshot
+from assets.models import Blob, BlobUpload, Snapshot
 from assets.tests.support import sha, targz
 from assets.tests.test_collect import age
 
@@ -137,3 +137,20 @@ def test_blobs_a_snapshot_being_made_holds_are_skipped(own_store, owner, workspa
     assert snapshot.files == [["b.txt", sha(DATA), 0o644]]
     assert storage.blob_exists(sha(DATA)) and Blob.objects.filter(sha256=sha(DATA)).exists()
     assert collect().blob_rows == 0  # and now the snapshot lists it
+
+
+def test_an_upload_whose_chunk_is_being_written_is_not_abandoned(own_store, owner, workspace, monkeypatch):
+    data = b"z" * 3000
+    services.blob_upload_start(user=owner, workspace=workspace, sha256=sha(data), size=len(data))
+    age(BlobUpload.objects.all())  # quiet for a day...
+    reached, release = paused(storage, "part_put", monkeypatch)  # ...until a chunk arrives, holding the upload's row
+    chunk = Side(lambda: services.blob_chunk_write(user=owner, workspace=workspace, sha256=sha(data), offset=0,
+                                                   body=io.BytesIO(data[:1000])))
+    chunk.start()
+    assert reached.wait(WAIT)
+    freed = collect()  # skips the held row: no wait
+    release.set()
+    state, error = chunk.outcome()
+    assert (error, freed.uploads, state.received) == (None, 0, 1000)
+    assert BlobUpload.objects.get().parts.count() == 1
+    assert collect().uploads == 0  # the chunk made it recent again

@@ -7,6 +7,7 @@ SECRET_KEY), answered as a deterministic .tar.gz. An upload token (its own salt)
 takes nothing but that job's outputs. Every URL issued, every fetch and every upload is logged. URLs kept in a
 cluster are renewed once half of their lifetime has passed (`renewal_due`), so a pod that starts late still works.
 """
+import gzip
 import logging
 import os
 import tarfile
@@ -93,7 +94,10 @@ def _write_file(target: Path, path: str, sha256: str, mode: int) -> None:
 def archive_stream(snapshot: Snapshot) -> Iterator[bytes]:
     """The snapshot as a deterministic .tar.gz (sorted, mtime 0, owner 0, modes as stored), produced as it is sent."""
     sink = _Sink()
-    with tarfile.open(fileobj=sink, mode="w|gz", format=tarfile.PAX_FORMAT) as tar:
+    # gzip level 1: pods fetch inside the cluster's network, where bytes are cheap and Dockyard's CPU is not (tarfile's
+    # own "w|gz" compresses at 9: about 14 times the CPU for 28 % fewer bytes; bench/uploads.py)
+    with gzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0, compresslevel=1) as zipped, \
+            tarfile.open(fileobj=zipped, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         folders: set[str] = set()
         for path, sha256, mode in sorted(snapshot.files):
             for folder in _parents(path):

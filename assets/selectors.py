@@ -4,10 +4,10 @@ from typing import BinaryIO
 
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
-from controlplane.api import BadRequest
 from workspaces.models import Workspace
 
 from . import delivery, storage
+from .errors import FetchRefused
 from .models import AssetVersion, Blob, BlobUpload, Snapshot
 from .specs.references import LATEST
 
@@ -78,12 +78,6 @@ def asset_version_counts(*, record_type: type[AssetVersion], workspace: Workspac
     """How many versions (archived ones too) each name has: one query."""
     rows = record_type.objects.filter(workspace=workspace).values("name").annotate(count=Count("id"))
     return {row["name"]: row["count"] for row in rows}
-
-
-class FetchRefused(BadRequest):
-    """A 403: the fetch token is forged, expired, or names a snapshot no longer stored."""
-
-    status_code = 403
 
 
 def snapshot_exists(*, workspace: Workspace, reference: str) -> bool:

@@ -11,12 +11,13 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
-from controlplane.api import BadRequest
 from workspaces.models import Workspace
 
-from . import archives, storage
+from . import archives, locks, storage
 from .choices import ArchiveType
+from .errors import BodyTooLarge, Missing, OffsetConflict, Refused, UnsupportedArchive  # noqa: F401 (views raise them)
 from .models import Blob, BlobPart, BlobUpload, Snapshot
 from .registry import (  # noqa: F401 (what jobs and deployments call)
     ResolvedEnvironment,
@@ -24,34 +25,6 @@ from .registry import (  # noqa: F401 (what jobs and deployments call)
     resolve_model,
 )
 from .specs import snapshots as spec
-
-
-class Refused(BadRequest):
-    """A 400 with its own code, naming the field at fault."""
-
-
-class OffsetConflict(BadRequest):
-    """A chunk sent at an offset other than the bytes received so far (resume from `received`)."""
-
-    status_code = 409
-
-
-class Missing(BadRequest):
-    """A 404 that says what is missing (chunks for an upload nobody started)."""
-
-    status_code = 404
-
-
-class UnsupportedArchive(BadRequest):
-    """A 415: uploads/ takes a .tar.gz or a .zip only."""
-
-    status_code = 415
-
-
-class BodyTooLarge(BadRequest):
-    """A 413 for a body that announced no length and ran past the limit (the middleware refuses the others)."""
-
-    status_code = 413
 
 
 @dataclass
@@ -102,8 +75,10 @@ def blob_upload_start(*, user, workspace: Workspace, sha256: str, size: int) -> 
 def _empty_blob(user, workspace: Workspace, sha256: str) -> BlobState:
     if sha256 != spec.EMPTY_SHA256:
         raise Refused("An empty blob's sha256 is that of no bytes.", code="HashMismatch", target="sha256")
-    storage.blob_put(sha256, io.BytesIO(b""))
-    blob, _ = Blob.objects.get_or_create(workspace=workspace, sha256=sha256, defaults={"size": 0, "created_by": user})
+    with transaction.atomic():
+        locks.hold_store_shared()  # from the check of the key to the row's commit (assets/locks.py)
+        storage.blob_put(sha256, io.BytesIO(b""))
+        blob, _ = Blob.objects.get_or_create(workspace=workspace, sha256=sha256, defaults={"size": 0, "created_by": user})
     return state_of(blob)
 
 
@@ -158,6 +133,7 @@ def _complete(user, upload: BlobUpload) -> Blob | None:
         if (digest, size) != (upload.sha256, upload.size):
             _discard(upload)
             return None
+        locks.hold_store_shared()  # (the caller's transaction) from the check of the key to the row's commit
         storage.blob_put(upload.sha256, joined)
     blob, _ = Blob.objects.get_or_create(workspace=upload.workspace, sha256=upload.sha256,
                                          defaults={"size": upload.size, "created_by": user})
@@ -178,14 +154,23 @@ def snapshot_create(*, user, workspace: Workspace, data: object) -> tuple[Snapsh
     """A snapshot from a manifest `{files: [{path, sha256, mode}]}` whose blobs this workspace has; (it, whether new)."""
     limits = snapshot_limits()
     entries = _manifest_entries(data, limits)
-    sizes = dict(Blob.objects.filter(workspace=workspace, sha256__in={entry.sha256 for entry in entries})
-                 .values_list("sha256", "size"))
-    missing = [{"target": f"files.{index}.sha256", "message": f"Blob {entry.sha256} is not uploaded ({entry.path})."}
-               for index, entry in enumerate(entries) if entry.sha256 not in sizes]
-    if missing:
-        raise Refused(f"{len(missing)} of the files' blobs are not uploaded here: upload them (blobs/), then send the "
-                      "manifest again.", code="MissingBlobs", details=missing)
-    return _snapshot_save(user, workspace, entries, sizes, limits)
+    with transaction.atomic():
+        sizes = dict(_held_blobs(workspace, {entry.sha256 for entry in entries}).values_list("sha256", "size"))
+        missing = [{"target": f"files.{index}.sha256", "message": f"Blob {entry.sha256} is not uploaded ({entry.path})."}
+                   for index, entry in enumerate(entries) if entry.sha256 not in sizes]
+        if missing:
+            raise Refused(f"{len(missing)} of the files' blobs are not uploaded here: upload them (blobs/), then send "
+                          "the manifest again.", code="MissingBlobs", details=missing)
+        return _snapshot_save(user, workspace, entries, sizes, limits)
+
+
+def _held_blobs(workspace: Workspace, sha256s) -> QuerySet[Blob]:
+    """The workspace's blobs among these, locked until the transaction ends: the collector skips them meanwhile.
+
+    Locked in the order of their hashes, so two snapshots sharing blobs wait for each other instead of deadlocking.
+    """
+    return (Blob.objects.select_for_update(no_key=True).filter(workspace=workspace, sha256__in=sha256s)
+            .order_by("sha256"))
 
 
 def _manifest_entries(data: object, limits: spec.Limits) -> list[spec.Entry]:
@@ -269,10 +254,11 @@ def upload_create(*, user, workspace: Workspace, body: BinaryIO, content_type: s
 
 def _archive_save(user, workspace: Workspace, archive: archives.Archive, limits: spec.Limits) -> tuple[Snapshot, bool]:
     """Store the archive's contents this workspace does not have yet, then record them and the snapshot."""
-    known = set(Blob.objects.filter(workspace=workspace, sha256__in=list(archive.sizes)).values_list("sha256", flat=True))
-    new = [sha256 for sha256 in archive.sizes if sha256 not in known]
-    storage.blobs_put({sha256: (partial(archive.open, sha256), archive.sizes[sha256]) for sha256 in new})
     with transaction.atomic():
+        locks.hold_store_shared()  # from the check of the keys to the rows' commit (assets/locks.py)
+        known = set(_held_blobs(workspace, list(archive.sizes)).values_list("sha256", flat=True))
+        new = [sha256 for sha256 in archive.sizes if sha256 not in known]
+        storage.blobs_put({sha256: (partial(archive.open, sha256), archive.sizes[sha256]) for sha256 in new})
         Blob.objects.bulk_create([Blob(workspace=workspace, sha256=sha256, size=archive.sizes[sha256], created_by=user)
                                   for sha256 in new], ignore_conflicts=True)
         return _snapshot_save(user, workspace, archive.entries, archive.sizes, limits)

@@ -5,6 +5,7 @@ bytes), `parts/<upload id>/<offset>` for the chunks of an upload in progress. No
 services do, before they call.
 """
 import hashlib
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -121,3 +122,47 @@ class _Chain:
                 return chunk
             self.current.close()
             self.current = None
+
+
+def stored_blobs() -> Iterator[str]:
+    """The sha256 of every blob in storage (listed folder by folder)."""
+    storage = artifacts()
+    for folder in _listed_folders(storage, "blobs"):
+        yield from storage.listdir(f"blobs/{folder}")[1]
+
+
+def stored_uploads() -> list[str]:
+    """The upload ids that have parts in storage (`parts/<id>/`), as listed."""
+    return _listed_folders(artifacts(), "parts")
+
+
+def blob_size(sha256: str) -> int:
+    return artifacts().size(blob_key(sha256))
+
+
+def upload_parts_size(upload_id: str) -> tuple[int, int]:
+    """How many parts are stored for an upload, and their bytes."""
+    storage, folder = artifacts(), f"parts/{upload_id}"
+    names = storage.listdir(folder)[1]
+    return len(names), sum(storage.size(f"{folder}/{name}") for name in names)
+
+
+def delete_upload_parts(upload_id: str) -> None:
+    """Delete every part stored for an upload, whatever its records say."""
+    storage, folder = artifacts(), f"parts/{upload_id}"
+    try:
+        names = storage.listdir(folder)[1]
+    except FileNotFoundError:
+        return
+    delete([f"{folder}/{name}" for name in names])
+    try:
+        os.rmdir(storage.path(folder))  # a filesystem keeps the emptied folder; an object store has none
+    except (NotImplementedError, OSError):
+        pass
+
+
+def _listed_folders(storage, folder: str) -> list[str]:
+    try:
+        return storage.listdir(folder)[0]
+    except FileNotFoundError:  # a filesystem that never stored anything there
+        return []

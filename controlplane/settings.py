@@ -251,10 +251,13 @@ DOCKYARD_KUBE_QPS = float(os.environ.get("DOCKYARD_KUBE_QPS", "20"))
 DOCKYARD_KUBE_BURST = int(os.environ.get("DOCKYARD_KUBE_BURST", "40"))
 # How often an attached cluster's checks (reachable, namespace, rights, CRD) are repeated when it is healthy.
 DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECONDS", "300"))
+# How often artifact storage is collected (assets/collect.py): abandoned uploads, unnamed snapshots, unlisted blobs.
+DOCKYARD_ARTIFACT_COLLECT_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_COLLECT_SECONDS", "3600"))
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "resync-jobs": {"task": "jobs.tasks.resync_jobs", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "resync-endpoints": {"task": "endpoints.tasks.resync_endpoints", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
+    "collect-artifacts": {"task": "assets.tasks.collect_artifacts", "schedule": timedelta(seconds=DOCKYARD_ARTIFACT_COLLECT_SECONDS)},
 }
 
 # Dockyard
@@ -338,6 +341,10 @@ DOCKYARD_SNAPSHOT_MAX_PATH_CHARS = int(os.environ.get("DOCKYARD_SNAPSHOT_MAX_PAT
 DOCKYARD_ARTIFACT_URL_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_URL_SECONDS", "3600"))
 DOCKYARD_EXTERNAL_URL = os.environ.get("DOCKYARD_EXTERNAL_URL", "http://127.0.0.1:8000")
 DOCKYARD_FETCH_IMAGE = os.environ.get("DOCKYARD_FETCH_IMAGE", "busybox:1.37.0")
+# Collection: an upload no chunk came to for this long is abandoned; a snapshot or blob nothing needs is deleted only
+# once it is older than the grace (a client between uploading and naming it in a job is not robbed).
+DOCKYARD_UPLOAD_ABANDON_SECONDS = int(os.environ.get("DOCKYARD_UPLOAD_ABANDON_SECONDS", str(24 * 3600)))
+DOCKYARD_ARTIFACT_GRACE_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_GRACE_SECONDS", str(24 * 3600)))
 
 # Logging: one line per record to stderr; request bodies are never logged.
 LOGGING = {

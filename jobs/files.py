@@ -15,14 +15,13 @@ from pathlib import Path, PurePosixPath
 import pathspec
 from django.conf import settings
 
+import ignorerules
 from assets import delivery
 from assets.specs.snapshots import upload_sha256
 
 from .spec import output_is_file
 
 WORKDIR, OUTPUTS, OWNER = "workdir", "outputs", "job"
-IGNORE_FILES = (".amlignore", ".gitignore")  # the first one a folder has is the one used (Azure ML's order)
-MAX_IGNORE_FILE = 64 * 1024
 MAX_DEPTH = 64
 CHUNK = 1024 * 1024
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -138,12 +137,12 @@ def copy_code(source: Path, target: Path) -> tuple[int, int, int]:
             here = rules[folder] + _ignore_rules(folder, names, fd)
             # fwalk lists a link to a folder among the folders (and does not enter it): it is copied as a link
             links = [name for name in dirs if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)]
-            dirs[:] = [name for name in dirs if name not in links and not _ignored(here, _join(folder, name) + "/")]
+            dirs[:] = [name for name in dirs if name not in links and not ignorerules.ignored(here, _join(folder, name) + "/")]
             for name in dirs:
                 rules[os.path.join(folder, name)] = here  # (fwalk's own spelling of the folder: ./pkg)
                 (target / _join(folder, name)).mkdir(exist_ok=True)
             for name in names + links:
-                if not _ignored(here, _join(folder, name)):
+                if not ignorerules.ignored(here, _join(folder, name)):
                     _copy_entry(source, folder, name, fd, target, counts)
     finally:
         os.close(root)
@@ -154,17 +153,13 @@ def _join(folder: str, name: str) -> str:
     return name if folder == "." else f"{folder[2:]}/{name}"
 
 
-def _ignore_rules(folder: str, names: list[str], fd: int) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+def _ignore_rules(folder: str, names: list[str], fd: int) -> ignorerules.Rules:
     """The folder's own ignore file, as (folder, rules): `.amlignore` when it has one, else `.gitignore`."""
-    for ignore in IGNORE_FILES:
-        if ignore in names:
-            text = _read_small(ignore, fd)
-            base = "" if folder == "." else folder[2:] + "/"
-            return [(base, pathspec.GitIgnoreSpec.from_lines(text.splitlines()))] if text is not None else []
-    return []
+    relative = "" if folder == "." else folder[2:]
+    return ignorerules.folder_rules(names, relative, lambda name: _read_small(name, fd), pathspec.GitIgnoreSpec.from_lines)
 
 
-def _read_small(name: str, fd: int) -> str | None:
+def _read_small(name: str, fd: int) -> bytes | None:
     try:
         handle = os.open(name, REGULAR, dir_fd=fd)
     except OSError:
@@ -172,18 +167,7 @@ def _read_small(name: str, fd: int) -> str | None:
     with os.fdopen(handle, "rb") as stream:
         if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
             return None
-        return stream.read(MAX_IGNORE_FILE).decode("utf-8", errors="replace")
-
-
-def _ignored(rules: list[tuple[str, pathspec.GitIgnoreSpec]], path: str) -> bool:
-    """gitignore semantics, a deeper folder's file overriding its parents' (the last rule that matches decides)."""
-    ignored = False
-    for base, spec in rules:
-        if path.startswith(base):
-            result = spec.check_file(path[len(base):]).include
-            if result is not None:
-                ignored = result
-    return ignored
+        return stream.read(ignorerules.MAX_IGNORE_FILE)
 
 
 def _copy_entry(source: Path, folder: str, name: str, fd: int, target: Path, counts: _Copy) -> None:

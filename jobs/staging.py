@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from assets import collect, delivery
+from assets import delivery, folders
 from assets.models import Snapshot
 
 from . import fetch
@@ -99,7 +99,7 @@ def keep_outputs(job) -> list[tuple[str, str, str]]:
     if top is None:
         return []
     try:
-        collected = collect.collect_folder(job.workspace, top)
+        collected = folders.collect_folder(job.workspace, top)
     finally:
         os.close(top)
     said = [("Warning", "OutputsLeftOut", message) for message in collected.left_out]

@@ -2,6 +2,7 @@
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -87,3 +88,40 @@ def test_production_mode_turns_off_debug_and_local_compute():
     code = "import controlplane.settings as s; print(s.DEBUG, s.DOCKYARD_LOCAL_COMPUTE, s.SESSION_COOKIE_SECURE)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.stdout.split() == ["False", "False", "True"], result.stderr
+
+
+ARTIFACT_SETTINGS = ["DOCKYARD_ARTIFACT_S3_BUCKET", "DOCKYARD_ARTIFACT_S3_ENDPOINT_URL", "DOCKYARD_ARTIFACT_S3_REGION",
+                     "DOCKYARD_ARTIFACT_S3_ACCESS_KEY_ID", "DOCKYARD_ARTIFACT_S3_SECRET_ACCESS_KEY",
+                     "DOCKYARD_ARTIFACT_S3_PREFIX", "DOCKYARD_ARTIFACT_S3_ADDRESSING_STYLE", "DOCKYARD_EXTERNAL_URL",
+                     "DOCKYARD_ARTIFACT_URL_SECONDS", "DOCKYARD_FETCH_IMAGE", "DOCKYARD_UPLOAD_ABANDON_SECONDS",
+                     "DOCKYARD_ARTIFACT_GRACE_SECONDS", "DOCKYARD_ARTIFACT_COLLECT_SECONDS"]
+COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
+
+
+def test_the_artifact_settings_settings_py_reads_are_all_passed():
+    settings_source = (ROOT / "controlplane" / "settings.py").read_text()
+    read = set(re.findall(r'os\.environ\.get\("(DOCKYARD_(?:ARTIFACT_S3_\w+|EXTERNAL_URL|FETCH_IMAGE))"', settings_source))
+    assert read and read <= set(SERVICES["web"]["environment"]), read - set(SERVICES["web"]["environment"])
+    assert set(ARTIFACT_SETTINGS) <= set(SERVICES["web"]["environment"])
+
+
+def test_the_external_url_is_required_and_every_artifact_setting_is_explained():
+    assert re.search(r"DOCKYARD_EXTERNAL_URL: \$\{DOCKYARD_EXTERNAL_URL:\?", COMPOSE_TEXT)
+    block = COMPOSE_TEXT[COMPOSE_TEXT.index("# Artifacts"):COMPOSE_TEXT.index("services:")]
+    assert all(name in block for name in ARTIFACT_SETTINGS)
+    assert "DOCKYARD_EXTERNAL_URL=" in (ROOT / "deploy" / "env.example").read_text()
+
+
+def test_the_compose_defaults_are_the_settings_defaults():
+    """An empty or unset variable gives what settings.py gives without it (no second default that drifts)."""
+    defaults = dict(re.findall(r"\$\{(DOCKYARD_ARTIFACT_\w+|DOCKYARD_FETCH_IMAGE|DOCKYARD_UPLOAD_\w+):-([^}]*)\}",
+                               COMPOSE_TEXT))
+    # the S3 options are read straight from the environment into the storage's options, "" meaning unset
+    read_raw = {name for name in defaults if name.startswith("DOCKYARD_ARTIFACT_S3_") and name != "DOCKYARD_ARTIFACT_S3_BUCKET"}
+    assert all(defaults[name] == "" for name in read_raw)
+    names = sorted(set(defaults) - read_raw)
+    env = {name: value for name, value in os.environ.items() if name not in defaults}
+    code = f"import json, controlplane.settings as s; print(json.dumps({{n: str(getattr(s, n)) for n in {names!r}}}))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {name: defaults[name] for name in names}

@@ -113,7 +113,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "assets/specs/model.py", "assets/specs/data.py", "assets/specs/snapshots.py", "assets/specs/versions.py",
         "assets/specs/pods.py",
         "endpoints/model_spec.py",
-        "assets/curated.py"]
+        "assets/curated.py", "ignorerules/__init__.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from assets import collect
+from assets import folders
 from assets.models import Snapshot
 from cli.tests.support import write_yaml
 from jobs.models import Job
@@ -52,7 +52,7 @@ def finished(owner_api, workspace, tmp_path) -> Job:
     (outputs / "model" / "deep" / "w.bin").write_bytes(b"\0\1\2")
     fd = os.open(outputs, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        snapshot = collect.collect_folder(workspace, fd).snapshot
+        snapshot = folders.collect_folder(workspace, fd).snapshot
     finally:
         os.close(fd)
     job = Job.objects.get(name="trained")

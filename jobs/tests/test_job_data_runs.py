@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from assets import collect
+from assets import folders
 from assets.models import Data, Model, Snapshot
 from assets.specs.snapshots import Limits
 from jobs import fetch, files, staging
@@ -220,7 +220,7 @@ def test_collecting_leaves_out_links_and_special_files_and_says_what_is_over_the
     (top / "bad\name").write_text("b")
     fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        collected = collect.collect_folder(workspace, fd, Limits(max_files=10, max_total_bytes=50, max_depth=2,
+        collected = folders.collect_folder(workspace, fd, Limits(max_files=10, max_total_bytes=50, max_depth=2,
                                                                  max_path_chars=100))
     finally:
         os.close(fd)
@@ -230,7 +230,7 @@ def test_collecting_leaves_out_links_and_special_files_and_says_what_is_over_the
     assert "3 links, special files" in said and "1 files whose names cannot be stored" in said
     again = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        assert collect.collect_folder(workspace, again, Limits(10, 50, 2, 100)).snapshot == collected.snapshot
+        assert folders.collect_folder(workspace, again, Limits(10, 50, 2, 100)).snapshot == collected.snapshot
     finally:
         os.close(again)
     assert Snapshot.objects.count() == 1

@@ -1,5 +1,6 @@
 """Job records → batch/v1 Job (+ headless Service for distributed jobs) as plain dicts (pure)."""
 from assets.specs.pods import fetch_init_container
+from assets.specs.realise import with_environment
 from controlplane.kube.objects import labels, object_name
 from controlplane.kube.resources import Shape
 
@@ -99,6 +100,7 @@ def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, s
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_quantity(spec["resources"]["shm_size"])}}],
     }
     _with_code(pod_spec, code)
+    with_environment(pod_spec, spec["environment"].get("conda_file"))  # realised before the command runs
     if shape.selector:
         pod_spec["nodeSelector"] = shape.selector
     if distributed:

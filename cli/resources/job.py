@@ -5,6 +5,7 @@ import yaml
 from ..client import ApiClient, path_of
 from ..documents import Document
 from ..errors import EXIT_JOB_CANCELED, EXIT_JOB_FAILED, EXIT_USAGE, ApiError, CliError, InvalidInput
+from .asset import with_conda_file_read
 from .base import (
     Outcome,
     as_strings,
@@ -156,6 +157,7 @@ def with_code_uploaded(document: Document, client: ApiClient, workspace: str, dr
     body = document.body
     if isinstance(body, dict) and "code" in body:
         body["code"] = uploaded_field(client, workspace, document.base_dir, body["code"], dry_run)
+    with_conda_file_read(body, document.base_dir)
     return body
 
 

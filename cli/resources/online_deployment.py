@@ -6,6 +6,7 @@ from pathlib import Path
 from ..client import ApiClient, path_of
 from ..documents import apply_assignments
 from ..errors import ApiError, InvalidInput
+from .asset import with_conda_file_read
 from .base import (
     Outcome,
     Scope,
@@ -110,6 +111,7 @@ def with_code_uploaded(body: object, base_dir: Path, client: ApiClient, workspac
     code = body.get("code_configuration") if isinstance(body, dict) else None
     if isinstance(code, dict) and "code" in code:
         code["code"] = uploaded_field(client, workspace, base_dir, code["code"], dry_run)
+    with_conda_file_read(body, base_dir)
     return body
 
 

@@ -91,7 +91,8 @@ else
         || {{ echo "Environment could not be realised: pip failed (above)."; exit {FAILED}; }}
     fi
   fi
-  printf '%s\\n' "$DOCKYARD_CONDA_HASH" > {ready}
+  printf '%s\\n' "$DOCKYARD_CONDA_HASH" > {ready} \\
+    || {{ echo "Environment could not be realised: $dockyard_env was not made."; exit {FAILED}; }}
   echo "Environment realised in $(( $(date +%s) - dockyard_start )) s."
 fi
 export PATH="$dockyard_env/bin:$PATH" VIRTUAL_ENV="$dockyard_env" CONDA_PREFIX="$dockyard_env"

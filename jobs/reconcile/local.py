@@ -16,6 +16,7 @@ from ..choices import JobStatus
 from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  # noqa: F401 (run_folder: tests)
 from ..models import Job
 from ..spec import DATA_INPUT_TYPES, render_command
+from . import environment
 from .status import append_lines, event, save, transition
 
 logger = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def _start(job: Job) -> float | None:
             if code and not upload_sha256(code):
                 sandbox.local_path_bind(code, "code folder")  # still shared now? (checked when posted too)
             copied = prepare_workdir(job, workdir)
-            process = runner.spawn(render_command(job.spec), folder, workdir, {}, _sandbox(job, workdir))
+            process = environment.spawn(job, render_command(job.spec), folder, workdir, _sandbox(job, workdir))
         except (OSError, sandbox.Refused, FileRefused) as exc:
             save(job, fields + transition(job, JobStatus.FAILED, f"The process could not be started: {exc}"))
             return None
@@ -104,6 +105,7 @@ def _follow(job: Job) -> float | None:
         return LOOK_EVERY * 10
     running = runner.is_running(process)
     _collect_output(job, process, final=not running)
+    environment.report(job)
     if job.status == JobStatus.CANCEL_REQUESTED:
         runner.kill_group(process)
         _collect_output(job, process, final=True)
@@ -130,7 +132,7 @@ def _finish(job: Job, process: runner.Process) -> None:
     elif code == 0:
         save(job, transition(job, JobStatus.COMPLETED, "", exit_code=0))
     else:
-        save(job, transition(job, JobStatus.FAILED, _exit_reason(code), exit_code=code))
+        save(job, transition(job, JobStatus.FAILED, environment.failure(job) or _exit_reason(code), exit_code=code))
     return None
 
 

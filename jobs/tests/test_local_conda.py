@@ -10,9 +10,9 @@ from assets.tests.wheels import make_wheel
 from compute.runners import environments
 from jobs.models import Job
 from jobs.tests.test_local_jobs import (  # noqa: F401 (fixtures)
+    ended,
     events_of,
     job_dir,
-    ended,
     log_of,
     submit,
     worker,
@@ -39,7 +39,7 @@ def entry_of(workspace, conda=CONDA) -> environments.Entry:
     return environments.entry(environments.workspace_key(workspace), check_conda_file(conda))
 
 
-def test_a_conda_file_is_realised_then_reused_read_only(worker, owner_api, workspace, cache):
+def test_a_conda_file_is_realised_then_reused_read_only(worker, owner_api, workspace, cache):  # noqa: F811
     first = submit(owner_api, command=COMMAND, environment={"conda_file": CONDA})
     job = ended(owner_api, first, timeout=180)
     log = log_of(owner_api, first)
@@ -62,7 +62,7 @@ def test_a_conda_file_is_realised_then_reused_read_only(worker, owner_api, works
     assert not (entry.final / "env" / "poison").exists()
 
 
-def test_two_jobs_with_the_same_file_realise_it_once(worker, owner_api, workspace, cache, settings):
+def test_two_jobs_with_the_same_file_realise_it_once(worker, owner_api, workspace, cache, settings):  # noqa: F811
     settings.DOCKYARD_ENVIRONMENT_NETWORK = True  # the realisation's own network (slirp4netns); the job has none
     command = f"{COMMAND}; grep -q tap0 /proc/net/dev && echo tap0 || echo no tap0"
     names = [submit(owner_api, command=command, environment={"conda_file": CONDA}) for _ in range(2)]
@@ -81,7 +81,7 @@ def test_two_jobs_with_the_same_file_realise_it_once(worker, owner_api, workspac
         assert log_of(owner_api, name)[-2:] == ["tiny-1.0.2 other-2.0 /opt/dockyard/env", "no tap0"]  # the job: none
 
 
-def test_a_crashed_realisation_is_never_used(worker, owner_api, workspace, cache):
+def test_a_crashed_realisation_is_never_used(worker, owner_api, workspace, cache):  # noqa: F811
     entry = entry_of(workspace)
     (entry.partial / "env" / "bin").mkdir(parents=True)  # a worker host that died mid-realisation
     (entry.final / "env" / "bin").mkdir(parents=True)  # and a folder without its ready mark
@@ -92,7 +92,7 @@ def test_a_crashed_realisation_is_never_used(worker, owner_api, workspace, cache
     assert not entry.partial.exists()
 
 
-def test_a_failed_realisation_fails_the_job_with_pips_last_lines(worker, owner_api, workspace, cache):
+def test_a_failed_realisation_fails_the_job_with_pips_last_lines(worker, owner_api, workspace, cache):  # noqa: F811
     conda = {"dependencies": [{"pip": ["no-such-package-here==9"]}]}
     name = submit(owner_api, command="echo the command ran", environment={"conda_file": conda})
     job = ended(owner_api, name, timeout=180)
@@ -107,7 +107,7 @@ def test_a_failed_realisation_fails_the_job_with_pips_last_lines(worker, owner_a
     assert json.loads((Path(stored["folder"]) / "environment" / "result.json").read_text())["failed"] is True
 
 
-def test_the_cache_is_keyed_by_workspace_and_hash(workspace, owner, settings, tmp_path):
+def test_the_cache_is_keyed_by_workspace_and_hash(workspace, owner, settings, tmp_path):  # noqa: F811
     from workspaces.models import Workspace
 
     settings.DOCKYARD_ENVIRONMENT_DIR = tmp_path

@@ -23,7 +23,8 @@ MAX_LINE = 1024
 PACKAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}", re.ASCII)
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}", re.ASCII)
 # A conda spec: [channel::]name[ version[ build]] or name=version[=build] or name<op>version[,<op>version]
-CONDA_SPEC = re.compile(r"(?:(?P<channel>[^\s:]+)::)?(?P<name>[A-Za-z0-9_][A-Za-z0-9_.+-]*)\s*(?P<rest>.*)", re.ASCII)
+CONDA_SPEC = re.compile(r"(?:(?P<channel>[^\s:]+)::)?(?P<name>[A-Za-z0-9_][A-Za-z0-9_.+-]*)\s*"
+                        r"(?P<rest>[A-Za-z0-9_.*+!=<>,|~ \[\]'\":/-]*)", re.ASCII)
 CONDA_VERSION = re.compile(r"[A-Za-z0-9_.*+!-]+", re.ASCII)
 PIP_OPERATORS = re.compile(r"(==|!=|>=|<=|~=|>|<)\s*[A-Za-z0-9_.*+!-]+", re.ASCII)
 CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@")
@@ -188,6 +189,8 @@ def _variables(value: object, path: str, errors: list) -> dict:
     for key, item in value.items():
         if not isinstance(key, str) or not VARIABLE.fullmatch(key):
             errors.append((f"{path}.{key}", "A variable's name is letters, digits and '_', not starting with a digit."))
+        elif key.upper().startswith("DOCKYARD_"):
+            errors.append((f"{path}.{key}", "Names starting DOCKYARD_ are Dockyard's own (the realisation reads them)."))
         elif isinstance(item, bool) or not isinstance(item, str | int | float):
             errors.append((f"{path}.{key}", "A variable's value is text or a number."))
         elif (text := _text(str(item), f"{path}.{key}", errors, "A variable's value")) is not None:

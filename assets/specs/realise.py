@@ -124,7 +124,9 @@ def with_environment(pod_spec: dict, conda: dict | None, command: str | None = N
     if script is None:
         raise ValueError("the container has no `sh -c` command to put the realisation in front of")
     main["command"] = ["/bin/sh", "-c", with_prelude(script)]
-    variables = {**realise_variables(conda), **conda_variables(conda)}
+    given_names = {item["name"] for item in main.get("env", [])}  # the run's own variables win over the file's
+    variables = {key: value for key, value in conda_variables(conda).items() if key not in given_names}
+    variables.update(realise_variables(conda))
     main["env"] = [*main.get("env", []), *({"name": key, "value": value} for key, value in sorted(variables.items()))]
     main["volumeMounts"] = [*main.get("volumeMounts", []), {"name": VOLUME, "mountPath": ROOT}]
     pod_spec["volumes"] = [*pod_spec.get("volumes", []), {"name": VOLUME, "emptyDir": {}}]

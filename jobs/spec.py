@@ -259,8 +259,8 @@ def _environment(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("environment", "environment must be a mapping with `image` (or, for local jobs, `venv`)."))
         return {}
-    unknown_fields(value, ENVIRONMENT_FIELDS, errors, "'{key}' is not an environment field here (use image, or venv for local "
-                   "jobs).", "environment.", REFUSED_ENVIRONMENT)
+    unknown_fields(value, ENVIRONMENT_FIELDS, errors, "'{key}' is not an environment field here (image and conda_file, or "
+                   "venv for local jobs).", "environment.", REFUSED_ENVIRONMENT)
     for key in ("image", "venv"):
         if key in value and (not isinstance(value[key], str) or not value[key].strip()):
             errors.append((f"environment.{key}", f"environment.{key} must be a non-empty string."))

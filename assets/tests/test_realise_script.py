@@ -87,3 +87,9 @@ def test_a_conda_tool_in_the_image_gets_the_conda_file_as_written(tmp_path, whee
                                                         f"{root}/conda.yml"]
     assert yaml.safe_load((tmp_path / "given.yml").read_text()) == CONDA
     assert result.stdout.splitlines()[-1] == f"ran with {root}/env"
+
+
+def test_the_local_realiser_reads_the_scripts_ready_mark_and_exit_code():
+    from compute.runners import realiser  # a stdlib-only script: it keeps its own copies of the two names
+
+    assert (realiser.READY, realiser.FAILED) == (READY, FAILED)

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-FAILED = 97
+FAILED = 97  # as assets/specs/realise.py (this script imports nothing of Dockyard; a test checks)
 TAIL = 20  # lines of the realisation's output kept as the reason of a failure
 READY = ".dockyard-ready"
 

@@ -32,6 +32,7 @@ CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@")
 PIP_OPTIONS = {"--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--trusted-host", "--pre",
                "--prefer-binary", "--no-binary", "--only-binary"}
 PIP_FLAGS = {"--pre", "--prefer-binary"}
+URL_OPTIONS = {"--index-url", "-i", "--extra-index-url", "--find-links", "-f"}
 LOCAL_FILE = re.compile(r"\s*(-r|--requirement|-c|--constraint|-e|--editable)(\s|=|$)")
 LOCAL_PATH_PREFIXES = ("file:", "./", "../", "/", "~", ".\\", "..\\")
 # Conda packages that are the same project on PyPI under another name.
@@ -173,8 +174,13 @@ def _pip_line(value: object, path: str, errors: list) -> str | None:
             errors.append((path, f"The pip option {option} is not taken here; these are: "
                                  f"{', '.join(sorted(PIP_OPTIONS))}."))
             return None
-        if option not in PIP_FLAGS and not text[len(option):].strip(" ="):
+        value = text[len(option):].strip(" =")
+        if option not in PIP_FLAGS and not value:
             errors.append((path, f"The pip option {option} needs a value."))
+            return None
+        if option in URL_OPTIONS and not value.startswith(("https://", "http://")):
+            errors.append((path, f"The pip option {option} takes an http(s) URL here: a folder would be read where the "
+                                 "environment is realised, not where the file was written."))
             return None
     return text
 

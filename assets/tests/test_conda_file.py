@@ -99,6 +99,8 @@ def test_the_yaml_for_a_conda_tool_is_what_was_given():
                  "option --target", id="pip-target"),
     pytest.param({"dependencies": [{"pip": ["--index-url"]}]}, "conda_file.dependencies.0.pip.0", "needs a value",
                  id="pip-option-without-value"),
+    pytest.param({"dependencies": [{"pip": ["--find-links /etc"]}]}, "conda_file.dependencies.0.pip.0", "http(s) URL",
+                 id="pip-find-links-folder"),
     pytest.param({"dependencies": [{"pip": ["--index-url https://me:token@pypi.example/simple"]}]},
                  "conda_file.dependencies.0.pip.0", "credentials", id="credentials"),
     pytest.param({"channels": ["https://user:pw@conda.example"]}, "conda_file.channels.0", "credentials",

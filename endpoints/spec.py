@@ -86,9 +86,8 @@ LOCAL_REFUSED = {
     "readiness_probe": "A local deployment is one server with no load balancer in front: its liveness_probe decides "
                        "when it serves and when it is restarted. Leave readiness_probe out.",
     "model.type": "A local deployment needs code_configuration: Dockyard has no no-code server for MLflow models.",
-    "environment.conda_file": "A local deployment runs the inference server's venv on the Dockyard host: conda files "
-                              "are realised for local jobs and Kubernetes deployments, not for local deployments yet; "
-                              "name a venv that holds the packages (environment.venv).",
+    "environment.conda_file": "A local deployment realises its conda file with the inference server's own interpreter, "
+                              "or runs a venv of your own (environment.venv), not both: leave one out.",
 }
 KUBERNETES_REFUSED = {
     "environment.venv": "venv is for local deployments: a Kubernetes deployment runs environment.image.",
@@ -460,7 +459,7 @@ def target_errors(spec: dict, local: bool) -> list[tuple[str, str]]:
     if local:
         given = {"instance_type": spec.get("instance_type") is not None, "resources": bool(spec.get("resources")),
                  "environment.image": bool(environment.get("image")),
-                 "environment.conda_file": bool(environment.get("conda_file")),
+                 "environment.conda_file": bool(environment.get("conda_file")) and "venv" in environment,
                  "readiness_probe": spec.get("readiness_probe", PROBE_DEFAULTS) != PROBE_DEFAULTS,
                  "model.type": (spec.get("model") or {}).get("type") == "mlflow_model" and not spec.get("code_configuration")}
         refused = LOCAL_REFUSED

@@ -15,6 +15,7 @@ time it took) is the first part of the run's log. The environment is built at /o
 and shown at the same path to the run: the absolute paths a venv writes into itself stay true.
 """
 import dataclasses
+import hashlib
 import json
 import os
 import shlex
@@ -29,7 +30,7 @@ from assets.specs.realise import ENV_DIR, ROOT, active_variables, conda_variable
 
 from . import local as runner
 from . import realiser
-from .sandbox import DEFAULT_PATH, Bind, Sandbox, sandbox_uid
+from .sandbox import DEFAULT_PATH, Bind, Sandbox, sandbox_uid, venv_binds
 
 FOLDER = "environment"  # in the run folder: the realisation's sandbox arguments, its plan and its result
 PLAN, RESULT = "plan.json", "result.json"
@@ -61,26 +62,46 @@ def workspace_key(workspace) -> str:
     return f"{workspace.pk}-{int(workspace.created_at.timestamp())}"
 
 
-def runtime() -> str:
-    """What makes the environment on this host: the python3 its sandbox finds, and a conda tool if there is one."""
-    python = shutil.which("python3", path=DEFAULT_PATH)
-    tool = next((name for name in TOOLS if shutil.which(name, path=DEFAULT_PATH)), "")
-    return "-".join(part for part in (Path(os.path.realpath(python)).name if python else "no-python3", tool) if part)
+def runtime(path: str = DEFAULT_PATH) -> str:
+    """What makes the environment: the python3 its sandbox finds on `path` (its name and where it is), and a conda tool
+    if there is one."""
+    python = shutil.which("python3", path=path)
+    tool = next((name for name in TOOLS if shutil.which(name, path=path)), "")
+    real = os.path.realpath(python) if python else ""
+    where = hashlib.sha256(real.encode()).hexdigest()[:8] if real else ""
+    return "-".join(part for part in (Path(real).name if real else "no-python3", where, tool) if part)
 
 
-def entry(workspace: str, conda: dict) -> Entry:
-    return Entry(Path(settings.DOCKYARD_ENVIRONMENT_DIR) / workspace / conda_hash(conda), runtime())
+def entry(workspace: str, conda: dict, python_venv: Path | None = None) -> Entry:
+    return Entry(Path(settings.DOCKYARD_ENVIRONMENT_DIR) / workspace / conda_hash(conda), runtime(_path(python_venv)))
 
 
-def spawn(conda: dict | None, workspace: str, command: str, folder: Path, cwd: Path, box: Sandbox) -> runner.Process:
-    """Start `command` in `box`; with a conda file, after realising it (or finding it realised) in the cache."""
+def _path(python_venv: Path | None) -> str:
+    """The realisation's PATH: the venv's interpreter first when one is given (a deployment's inference server's)."""
+    return f"{Path(os.path.realpath(python_venv)) / 'bin'}{os.pathsep}{DEFAULT_PATH}" if python_venv else DEFAULT_PATH
+
+
+def site_packages(python_venv: Path) -> str:
+    """Where the realised environment's packages are when it is made with `python_venv`'s interpreter."""
+    version = next((line.partition("=")[2].strip() for line in (Path(python_venv) / "pyvenv.cfg").read_text().splitlines()
+                    if line.partition("=")[0].strip() in ("version", "version_info")), "")
+    return f"{ENV_DIR}/lib/python{'.'.join(version.split('.')[:2])}/site-packages"
+
+
+def spawn(conda: dict | None, workspace: str, command: str, folder: Path, cwd: Path, box: Sandbox,
+          python_venv: Path | None = None) -> runner.Process:
+    """Start `command` in `box`; with a conda file, after realising it (or finding it realised) in the cache.
+
+    `python_venv`: the environment is made with that venv's interpreter (a local deployment's inference server, which
+    then imports the environment's packages), not the host's python3.
+    """
     if not conda:
         return runner.spawn(command, folder, cwd, {}, box)
-    cache = entry(workspace, conda)
+    cache = entry(workspace, conda, python_venv)
     own = folder / FOLDER
     own.mkdir(parents=True, exist_ok=True)
     (own / RESULT).unlink(missing_ok=True)
-    realise_command, realise_env = _realisation(conda, cache).launch(realise_script(ROOT, system_site_packages=False), own,
+    realise_command, realise_env = _realisation(conda, cache, python_venv).launch(realise_script(ROOT, system_site_packages=False), own,
                                                               Path("/tmp"))
     plan = {"hash": conda_hash(conda), "final": str(cache.final), "partial": str(cache.partial),
             "lock": str(cache.lock), "command": realise_command, "env": realise_env, "uid": sandbox_uid(),
@@ -93,10 +114,12 @@ def spawn(conda: dict | None, workspace: str, command: str, folder: Path, cwd: P
     return runner.spawn(f"{first} && {run_command}", folder, cwd, run_env)
 
 
-def _realisation(conda: dict, cache: Entry) -> Sandbox:
+def _realisation(conda: dict, cache: Entry, python_venv: Path | None) -> Sandbox:
     """The realisation's sandbox: the scratch folder at /opt/dockyard (read-write), pip's settings, the network."""
     wheels = [Bind(Path(path)) for path in _local_find_links()]
-    env = {"PATH": DEFAULT_PATH, "HOME": "/tmp", "LANG": "C.UTF-8", **realise_variables(conda),
+    if python_venv:
+        wheels += venv_binds(python_venv, (python_venv,))
+    env = {"PATH": _path(python_venv), "HOME": "/tmp", "LANG": "C.UTF-8", **realise_variables(conda),
            **{key: str(value) for key, value in settings.DOCKYARD_ENVIRONMENT_PIP.items() if key.startswith("PIP_")}}
     return Sandbox((Bind(cache.partial, Path(ROOT), writable=True), *wheels),
                    settings.DOCKYARD_ENVIRONMENT_NETWORK, env)

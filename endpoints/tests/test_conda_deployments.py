@@ -18,6 +18,7 @@ from endpoints.tests.test_kubernetes import (  # noqa: F401 (fixtures)
     name_of,
 )
 from endpoints.tests.test_local_endpoints import create_endpoint, local_worker, serving  # noqa: F401 (a fixture)
+from tests.e2e_support import wait_for
 from tests.support import assert_error
 
 CONDA = {"channels": ["conda-forge"], "variables": {"MODEL_FLAVOUR": "adder"},
@@ -86,3 +87,24 @@ def test_a_local_deployment_serves_with_its_conda_files_packages(local_worker, l
     assert answer.json() == {"value": "tiny from the conda file"}
     log = (Path(OnlineDeployment.objects.get(name="blue").runner["folder"]) / "output.log").read_text()
     assert "Environment realised in" in log
+
+
+def test_a_local_conda_file_that_cannot_be_realised_fails_with_pips_last_lines(local_worker, local_compute,  # noqa: F811
+                                                                               owner_api, workspace, settings, tmp_path):
+    settings.DOCKYARD_ENVIRONMENT_DIR = tmp_path / "environments"
+    settings.DOCKYARD_ENVIRONMENT_PIP = {"PIP_NO_INDEX": "1"}
+    settings.DOCKYARD_ENVIRONMENT_NETWORK = False
+    create_endpoint(owner_api, "broken")
+    response = owner_api.post(f"{BASE}/broken/deployments/", {
+        "name": "blue", "code_configuration": {"code": str(Path(settings.DOCKYARD_LOCAL_PATHS[0]) / "adder"),
+                                               "scoring_script": "score.py"},
+        "environment": {"conda_file": {"dependencies": [{"pip": ["no-such-package-here==9"]}]}}}, format="json")
+    assert response.status_code == 201, response.json()
+
+    def failed():
+        row = owner_api.get(f"{BASE}/broken/deployments/blue/").json()
+        return row if row["provisioning_state"] == "Failed" else None
+
+    row = wait_for(failed, 240, 0.5, "the deployment failing")
+    assert "pip failed" in row["provisioning_errors"][0]["message"], row["provisioning_errors"]
+    assert not list((tmp_path / "environments").glob("*/*/*/env"))  # nothing half-made is kept

@@ -128,27 +128,24 @@ def _taken(kind: str, name: str, version: str, workspace: Workspace) -> Conflict
                     "versions are never replaced; give another version (or leave version out for the next one).")
 
 
-@transaction.atomic
 def asset_archive(*, user, record: AssetVersion) -> AssetVersion:
     """Archive a version (API.md DELETE): it leaves lists and @latest, but its explicit reference still resolves."""
-    if not record.archived:
-        record.archived = True
-        record.save(update_fields=["archived", "updated_at"])
-        kind = next(kind for kind, record_type in RECORDS.items() if isinstance(record, record_type))
-        audit_record(actor=user, action=AuditAction.ACTION, verb="archive", target_type=kind, target_name=str(record),
-                     workspace=record.workspace)
-    return record
+    return _set_archived(user, record, True)
+
+
+def asset_restore(*, user, record: AssetVersion) -> AssetVersion:
+    """Restore an archived version (Azure ML's `restore`): it is listed again and counts for @latest."""
+    return _set_archived(user, record, False)
 
 
 @transaction.atomic
-def asset_restore(*, user, record: AssetVersion) -> AssetVersion:
-    """Restore an archived version (Azure ML's `restore`): it is listed again and counts for @latest."""
-    if record.archived:
-        record.archived = False
+def _set_archived(user, record: AssetVersion, archived: bool) -> AssetVersion:
+    if record.archived != archived:  # again is no change, and no audit row
+        record.archived = archived
         record.save(update_fields=["archived", "updated_at"])
         kind = next(kind for kind, record_type in RECORDS.items() if isinstance(record, record_type))
-        audit_record(actor=user, action=AuditAction.ACTION, verb="restore", target_type=kind, target_name=str(record),
-                     workspace=record.workspace)
+        audit_record(actor=user, action=AuditAction.ACTION, verb="archive" if archived else "restore", target_type=kind,
+                     target_name=str(record), workspace=record.workspace)
     return record
 
 

@@ -89,13 +89,7 @@ def asset_group(kind: AssetKind) -> click.Group:
     @pass_state
     def archive(state: State, name: str, version: str) -> None:
         """Archive a version: it leaves lists and @latest; jobs naming it by version still run it."""
-        workspace, client = state.workspace, state.client()
-        try:
-            client.delete(kind.path(workspace, name, version))
-            answer = client.get(kind.path(workspace, name, version)).body
-        except ApiError as error:
-            raise not_found(client, workspace, kind, name, version, error) from None
-        print_written(answer, state.output, f"{kind.noun}/{name}:{version} archived")
+        _change_state(state, name, version, "archived", lambda client, path: client.delete(path))
 
     @group.command("restore")
     @click.argument("name")
@@ -105,11 +99,16 @@ def asset_group(kind: AssetKind) -> click.Group:
     @pass_state
     def restore(state: State, name: str, version: str) -> None:
         """Restore an archived version: it is listed again and counts for @latest."""
+        _change_state(state, name, version, "restored", lambda client, path: client.post(path + "restore/", {}))
+
+    def _change_state(state: State, name: str, version: str, done: str, send) -> None:
         workspace, client = state.workspace, state.client()
+        path = kind.path(workspace, name, version)
         try:
-            answer = client.post(kind.path(workspace, name, version) + "restore/", {}).body
+            send(client, path)
+            answer = client.get(path).body
         except ApiError as error:
             raise not_found(client, workspace, kind, name, version, error) from None
-        print_written(answer, state.output, f"{kind.noun}/{name}:{version} restored")
+        print_written(answer, state.output, f"{kind.noun}/{name}:{version} {done}")
 
     return group

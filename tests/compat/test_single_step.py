@@ -25,7 +25,15 @@ from assets.specs import pods
 from cli.tests.conftest import config_file, dockyard, token  # noqa: F401 (fixtures)
 from jobs.manifests import CODE_DIR, INPUTS_DIR, UPLOAD_CONTAINER, kube_job_name, urls_secret_name
 from jobs.tests.support import serve_files, tls_server  # noqa: F401 (tls_server: a fixture)
-from jobs.tests.test_kubernetes import attach, fresh_clients, live_job, observe, pods_of, run_reconcile  # noqa: F401
+from jobs.tests.test_kubernetes import (  # noqa: F401 (fresh_clients: a fixture)
+    attach,
+    fresh_clients,
+    live_job,
+    load,
+    observe,
+    pods_of,
+    run_reconcile,
+)
 from jobs.tests.test_local_jobs import job_dir, worker  # noqa: F401 (fixtures)
 from jobs.tests.test_pod_scripts import host_paths, run_sidecar, urls_dir
 
@@ -35,6 +43,7 @@ JOBS = "/api/v1/workspaces/team-a/jobs/"
 KUBERNETES = "1.36"
 IRIS = (SINGLE_STEP / "data" / "iris.csv").read_bytes()
 IRIS_PATH = "/datasets/iris.csv"  # where both examples' URLs put it (wasbs://datasets@<account>/iris.csv is this too)
+WEB_IRIS = "https://azuremlexamples.blob.core.windows.net" + IRIS_PATH
 TRAINED = "trained on 3 rows: setosa, versicolor, virginica"
 CONDA_READY = importlib.util.find_spec("assets.specs.conda") is not None
 CONDA_REASON = "conda files are realised once branch i12-conda is merged (assets/specs/conda.py)"
@@ -96,6 +105,11 @@ def created(result) -> str:
     return re.match(r"job/(\S+) created", result.stdout).group(1)
 
 
+def is_web(item: object) -> bool:
+    """An input whose file is on the web (Azure ML's https:// and wasbs:// examples)."""
+    return isinstance(item, dict) and bool(re.match(r"(https|wasbs)://", str(item.get("path"))))
+
+
 def register_assets(dockyard, folder: Path) -> None:  # noqa: F811
     """`az ml data create -f` and `az ml environment create -f` with the example's asset files."""
     for kind, file in (("data", "data-iris-csv.yml"), ("environment", "environment-team-python.yml")):
@@ -141,7 +155,7 @@ def for_local(case: Case, folder: Path, venv: Path, url: str) -> Path:
     else:
         body["environment"].pop("image")  # the conda file is realised in the sandbox, on the host's python3
     for item in (body.get("inputs") or {}).values():
-        if isinstance(item, dict) and re.match(r"(https|wasbs)://", str(item["path"])):
+        if is_web(item):
             item["path"] = url  # no internet here: the same file from a loopback server the test trusts
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
@@ -196,7 +210,7 @@ def iris_http():
     server.shutdown()
 
 
-def check_pod(pod: dict, case: Case, code: bool, urls: dict[str, str]) -> None:
+def check_pod(pod: dict, case: Case, code: bool, web: set[str], urls: dict[str, str]) -> None:
     """The pod as designed: code and inputs fetched first (from the Secret's URLs, a web file from its own), mounted
     read-only where the command reads them, the upload sidecar last, the resolved image, the rendered command."""
     steps = pod["initContainers"]
@@ -208,15 +222,17 @@ def check_pod(pod: dict, case: Case, code: bool, urls: dict[str, str]) -> None:
     for name in case.inputs:
         assert {"name": "inputs", "mountPath": f"{INPUTS_DIR}/{name}", "subPath": name,
                 "readOnly": True} in main["volumeMounts"]
-    expected = {"outputs"} | {"code"} * code | {f"input-{name}" for name in case.inputs if name != "iris_file"}
-    assert set(urls) == expected, urls  # the https example's file is fetched from its own address, not Dockyard's
+    expected = {"outputs", *(["code"] if code else []), *(f"input-{name}" for name in case.inputs if name not in web)}
+    assert set(urls) == expected, urls  # a file on the web (https, wasbs) is fetched from its own address
+    for step, name in zip(steps[1:-1], sorted(case.inputs), strict=True):
+        assert step.get("env") == ([{"name": "INPUT_URL", "value": WEB_IRIS}] if name in web else None)
 
 
 def pod_env(step: dict, iris_http: str, tmp_path: Path) -> dict[str, str]:
     """A step's environment in this shell; an input fetched from the web is fetched from loopback (no internet)."""
     env = {item["name"]: item["value"] for item in step.get("env", []) if "value" in item}
     if "INPUT_URL" in env:
-        assert env["INPUT_URL"] == "https://azuremlexamples.blob.core.windows.net/datasets/iris.csv"
+        assert env["INPUT_URL"] == WEB_IRIS
         env["INPUT_URL"] = iris_http
     bin_dir = tmp_path / "bin"  # the image's `python`: this host's python3
     bin_dir.mkdir(exist_ok=True)
@@ -257,7 +273,9 @@ def run_pod(pod: dict, urls: dict[str, str], iris_http: str, tmp_path: Path) -> 
 def test_on_kubernetes(case, dockyard, owner_api, cpu_cluster, fake_kube, iris_http, tmp_path):  # noqa: F811
     if case.assets:
         register_assets(dockyard, SINGLE_STEP)
-    code = "code" in yaml.safe_load((SINGLE_STEP / case.file).read_text())
+    written = yaml.safe_load((SINGLE_STEP / case.file).read_text())
+    code = "code" in written
+    web = {name for name, item in (written.get("inputs") or {}).items() if is_web(item)}
 
     name = created(dockyard("job", "create", "-f", str(SINGLE_STEP / case.file)))  # the file as written
 
@@ -268,24 +286,26 @@ def test_on_kubernetes(case, dockyard, owner_api, cpu_cluster, fake_kube, iris_h
     pod = live_job(fake_kube, name)["spec"]["template"]["spec"]
     secret = fake_kube.get("secrets", urls_secret_name(kube_job_name("team-a", name)), "default")
     urls = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
-    check_pod(pod, case, code, urls)
+    check_pod(pod, case, code, web, urls)
 
     fake_kube.advance(1)  # the fake starts the pod: its init steps run, each reading the mounted Secret
     started = pods_of(fake_kube, name)[0]
     fetched = [s for s in started["status"]["initContainerStatuses"] if s["name"] != UPLOAD_CONTAINER]
     assert all(s["state"]["terminated"]["exitCode"] == 0 for s in fetched)
-    assert fake_kube.secrets_read("default", started["metadata"]["name"], pod["initContainers"][0]["name"]) == {
-        f"{pods.URLS_DIR}/{key}": value for key, value in urls.items()}
+    if code:
+        assert fake_kube.secrets_read("default", started["metadata"]["name"], "fetch-code") == {
+            f"{pods.URLS_DIR}/{key}": value for key, value in urls.items()}
 
     log = run_pod(pod, urls, iris_http, tmp_path)  # what the fake does not run: the steps themselves, here
 
     assert all(line in log for line in case.log), log
     if code:
-        assert f"fetched 3 files into {tmp_path / 'code'}" in log
+        assert f"fetched 2 files into {tmp_path / 'code'}" in log  # src/: main.py, hello-iris.py
     for input_name in case.inputs:
         assert (tmp_path / "inputs" / input_name / "iris.csv").read_bytes() == IRIS
-    fake_kube.advance(15)
+    fake_kube.advance(15)  # the fake's pod ends (its own plan); the job completes with what the sidecar uploaded
     observe(cpu_cluster)
+    assert load(name).status == "Completed", load(name).status_reason
     saved = outputs_listed_and_downloaded(dockyard, owner_api, name, case, tmp_path / "download")
     assert saved == {path: (tmp_path / "code" / "outputs" / path).read_bytes() for path in case.outputs}
     check_contents(saved, case)

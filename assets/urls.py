@@ -12,12 +12,15 @@ router.register(r"workspaces/(?P<workspace_name>[^/.]+)/uploads", views.UploadVi
 
 
 def asset_routes(collection: str, viewset, basename: str) -> list:
-    """API.md: `{collection}/` (GET, POST) and `{collection}/{name}/versions/{version}/` (GET, DELETE: archive)."""
+    """API.md: `{collection}/` (GET, POST), `{collection}/{name}/versions/{version}/` (GET, DELETE: archive) and its
+    `restore/` (POST: Azure ML's restore of an archived version)."""
     return [
         re_path(rf"{WORKSPACE}/{collection}/$", viewset.as_view({"get": "list", "post": "create"}),
                 name=f"{basename}-list"),
         re_path(rf"{WORKSPACE}/{collection}/(?P<name>[^/]+)/versions/(?P<version>[^/]+)/$",
                 viewset.as_view({"get": "retrieve", "delete": "destroy"}), name=f"{basename}-detail"),
+        re_path(rf"{WORKSPACE}/{collection}/(?P<name>[^/]+)/versions/(?P<version>[^/]+)/restore/$",
+                viewset.as_view({"post": "restore"}), name=f"{basename}-restore"),
     ]
 
 

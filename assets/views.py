@@ -179,7 +179,7 @@ class AssetViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.GenericViewSet):
     create_service = None
     filter_backends = []
     http_method_names = ["get", "post", "delete", "head", "options"]
-    required_access = {"list": "read", "retrieve": "read", "create": "use", "destroy": "use"}
+    required_access = {"list": "read", "retrieve": "read", "create": "use", "destroy": "use", "restore": "use"}
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -224,6 +224,14 @@ class AssetViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.GenericViewSet):
         self.check_if_match(record)
         registry.asset_archive(user=request.user, record=record)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(parameters=[VERSION], request=None)
+    def restore(self, request, *args, **kwargs):
+        """Azure ML's `restore`: an archived version is listed again and counts for @latest."""
+        if self.kwargs["version"] == "latest":
+            raise BadRequest("Restore a version by its number, not `latest`.", code="InvalidVersion", target="version")
+        record = registry.asset_restore(user=request.user, record=self.get_object())
+        return Response(self.get_serializer(record).data)
 
 
 def _schema(serializer, request):

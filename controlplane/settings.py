@@ -1,4 +1,5 @@
 """Dockyard settings: one module, every difference between installs comes from the environment."""
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -380,6 +381,12 @@ DOCKYARD_JOB_INPUT_URL_SECONDS = int(os.environ.get("DOCKYARD_JOB_INPUT_URL_SECO
 DOCKYARD_JOB_OUTPUTS_MAX_LIST = int(os.environ.get("DOCKYARD_JOB_OUTPUTS_MAX_LIST", "5000"))
 # Open `logs?follow=true` streams per user (counted in the cache, so Redis counts them across web processes); 429 beyond.
 DOCKYARD_LOG_STREAMS_PER_USER = int(os.environ.get("DOCKYARD_LOG_STREAMS_PER_USER", "10"))
+# Conda files of local jobs: realised in a sandbox of their own (with the network unless turned off here) and cached
+# per workspace and conda file hash under this folder; DOCKYARD_ENVIRONMENT_PIP is JSON of pip's settings for them
+# (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX, PIP_TRUSTED_HOST): a mirror, or a wheel folder.
+DOCKYARD_ENVIRONMENT_DIR = Path(os.environ.get("DOCKYARD_ENVIRONMENT_DIR", VAR_DIR / "environments"))
+DOCKYARD_ENVIRONMENT_NETWORK = env_bool("DOCKYARD_ENVIRONMENT_NETWORK", True)
+DOCKYARD_ENVIRONMENT_PIP = json.loads(os.environ.get("DOCKYARD_ENVIRONMENT_PIP", "{}"))
 
 # Local online deployments: one folder per deployment (server log, pid) and the inference server's virtualenv.
 DOCKYARD_DEPLOYMENT_DIR = Path(os.environ.get("DOCKYARD_DEPLOYMENT_DIR", VAR_DIR / "deployments"))

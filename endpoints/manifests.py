@@ -1,11 +1,14 @@
 """Deployments and endpoints → apps/v1 Deployment, Service, HPA and Gateway API HTTPRoute as plain dicts (pure)."""
 from assets.specs.pods import fetch_init_container
+from assets.specs.realise import startup_probe, with_environment
 from assets.specs.snapshots import upload_sha256
 from controlplane.kube.objects import labels, object_name
 from endpoints.model_spec import is_stored, model_dir
 
 SERVER_PORT = 5001  # azureml-inference-server-http's default port
 CONTAINER = "inference-server"
+SERVER_COMMAND = (f'exec azmlinfsrv ${{AZUREML_ENTRY_SCRIPT:+--entry_script "$AZUREML_ENTRY_SCRIPT"}} '
+                  f'--port {SERVER_PORT}')
 CODE_ROOT = "/var/azureml-app"
 HTTPROUTE_API = "gateway.networking.k8s.io/v1"
 HTTPROUTE_CRD = "httproutes.gateway.networking.k8s.io"
@@ -112,6 +115,14 @@ def _with_fetches(pod_spec: dict, spec: dict, name: str, image: str | None) -> d
     return pod_spec
 
 
+def _with_conda(pod_spec: dict, spec: dict) -> None:
+    """A conda file realised before Azure ML's inference server starts in it (the image's entrypoint is not used)."""
+    conda = (spec.get("environment") or {}).get("conda_file")
+    if conda:
+        with_environment(pod_spec, conda, command=SERVER_COMMAND)
+        pod_spec["containers"][0]["startupProbe"] = startup_probe(pod_spec["containers"][0]["livenessProbe"])
+
+
 def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str, endpoint: str,
                         resources: dict, node_selector: dict, replicas: int | None, fetch_image: str | None = None) -> dict:
     """The Deployment running the inference server with the deployment's resources, probes and selector.
@@ -133,6 +144,7 @@ def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str
         }],
     }
     _with_fetches(pod_spec, spec, name, fetch_image)
+    _with_conda(pod_spec, spec)
     fetched = fetched_snapshots(spec) if fetch_image else {}
     template_metadata = {"labels": {**object_labels, **selector},
                          **({"annotations": {SNAPSHOTS_ANNOTATION: snapshots_label(fetched)}} if fetched else {})}

@@ -93,7 +93,7 @@ class OnlineDeploymentSerializer(serializers.Serializer):
                                              "is mounted (and AZUREML_MODEL_DIR) instead of "
                                              "/var/azureml-app/azureml-models/<name>/<version>.")
     code_configuration = serializers.DictField(required=False, allow_null=True, help_text="{code, scoring_script}; null for an MLflow model")
-    environment = serializers.DictField(help_text="{image} on Kubernetes; {venv} optional for local.")
+    environment = serializers.DictField(help_text="{image, conda_file} on Kubernetes; {venv} optional for local.")
     environment_variables = serializers.DictField(child=serializers.CharField(), required=False)
     instance_type = serializers.CharField(required=False, allow_null=True,
                                           help_text="defaultinstancetype when omitted; null on a local deployment (it has none).")

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from assets import services as assets
 from assets.selectors import snapshot_files
+from assets.specs.conda import inline_conda_file
 from assets.specs.snapshots import upload_sha256
 from compute import capabilities, shapes
 from compute.choices import ComputeType
@@ -268,11 +269,13 @@ def _resolve_environment(endpoint: OnlineEndpoint, spec: dict) -> None:
         resolved = assets.resolve_environment(endpoint.workspace, reference)
     except BadRequest as exc:
         raise _invalid([("environment", str(exc.detail))], "InvalidDeployment") from None
-    if resolved.conda_file:
-        raise _invalid([("environment", f"{reference} has a conda_file: Dockyard builds no images and realises no conda "
-                                        "file for deployments; use an environment whose image holds the packages.")],
-                       "InvalidDeployment")
     spec["environment"] = {"image": resolved.image, "reference": reference}
+    if resolved.conda_file:  # realised on top of the image before the server starts (refused for local deployments)
+        errors: list[tuple[str, str]] = []
+        spec["environment"]["conda_file"] = inline_conda_file(resolved.conda_file, errors)
+        if errors:
+            raise _invalid([("environment", f"{reference}'s conda_file cannot be realised: {errors[0][1]}")],
+                           "InvalidDeployment")
 
 
 def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, str, dict]:

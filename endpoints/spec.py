@@ -14,6 +14,7 @@ import math
 import re
 from pathlib import PurePosixPath
 
+from assets.specs.conda import inline_conda_file
 from assets.specs.references import InvalidReference, parse_reference
 from controlplane.kube import quantities
 from controlplane.kube.objects import GPU
@@ -85,6 +86,8 @@ LOCAL_REFUSED = {
     "model.type": "A local deployment needs code_configuration: Dockyard has no no-code server for MLflow models.",
     "model_mount_path": "A local deployment runs Dockyard's inference server, not a custom container: its model is "
                         "at AZUREML_MODEL_DIR (/var/azureml-app/azureml-models/<name>/<version>). Leave it out.",
+    "environment.conda_file": "A local deployment realises its conda file with the inference server's own interpreter, "
+                              "or runs a venv of your own (environment.venv), not both: leave one out.",
 }
 KUBERNETES_REFUSED = {
     "environment.venv": "venv is for local deployments: a Kubernetes deployment runs environment.image.",
@@ -97,8 +100,6 @@ STORED_ONLY: dict[str, str] = {
                              "wherever its API is); `disabled` is refused, as there are no private endpoints.",
     "app_insights_enabled": "Kept so Azure ML files (and the seed's example) post unchanged; nothing is sent to "
                             "Application Insights: the deployment's logs and status are in Dockyard's log view.",
-    "environment.conda_file": "Dockyard builds no images: the image (or venv) must already hold these packages; kept "
-                              "so Azure ML files (and the seed's example) post unchanged and show what was meant.",
     "environment.name": "A label of the inline environment, shown; a registered one is named as azureml:<name>:<v>.",
     "environment.version": "A label of the inline environment, shown; a registered one is named as azureml:<name>:<v>.",
 }
@@ -258,7 +259,7 @@ def _code(value: object, model: dict | None, errors: list) -> dict | None:
 def _environment(value: object, errors: list) -> dict:
     if value is None:
         return {}  # a local deployment may use Dockyard's inference server as it is; Kubernetes needs an image (services)
-    if isinstance(value, dict) and "reference" in value and set(value) <= {"reference", "image"}:
+    if isinstance(value, dict) and "reference" in value and set(value) <= {"reference", "image", "conda_file"}:
         value = value["reference"]  # a shown deployment sent back: the reference is resolved again
     if isinstance(value, str):
         try:
@@ -274,6 +275,8 @@ def _environment(value: object, errors: list) -> dict:
                      if key.startswith("environment.")}, errors, "environment.")
     unknown_fields(value, ENVIRONMENT_FIELDS | {"inference_config"}, errors, "'{key}' is not an environment field here.",
                    "environment.")
+    if "conda_file" in value:  # realised on top of the image before the inference server starts
+        value = {**value, "conda_file": inline_conda_file(value["conda_file"], errors)}
     return dict(value)
 
 
@@ -441,6 +444,7 @@ def target_errors(spec: dict, local: bool) -> list[tuple[str, str]]:
     if local:
         given = {"instance_type": spec.get("instance_type") is not None, "resources": bool(spec.get("resources")),
                  "environment.image": bool(environment.get("image")),
+                 "environment.conda_file": bool(environment.get("conda_file")) and "venv" in environment,
                  "readiness_probe": spec.get("readiness_probe", PROBE_DEFAULTS) != PROBE_DEFAULTS,
                  "model.type": (spec.get("model") or {}).get("type") == "mlflow_model" and not spec.get("code_configuration"),
                  "model_mount_path": spec.get("model_mount_path") is not None}

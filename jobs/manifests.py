@@ -19,6 +19,7 @@ from assets.specs.pods import (
     url_secret_manifest,
     urls_volume,
 )
+from assets.specs.realise import with_environment
 from controlplane.kube.objects import labels, object_name
 from controlplane.kube.resources import Shape
 
@@ -190,6 +191,7 @@ def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, s
     }
     if delivery:
         _with_delivery(pod_spec, spec, job_name, delivery, indexed=distributed)
+    with_environment(pod_spec, spec["environment"].get("conda_file"))  # realised before the command runs
     if shape.selector:
         pod_spec["nodeSelector"] = shape.selector
     if distributed:

@@ -51,7 +51,8 @@ class JobSerializer(serializers.Serializer):
     description = serializers.CharField(required=False)
     tags = serializers.DictField(child=serializers.CharField(), required=False)
     command = serializers.CharField(help_text="Shell command; ${{inputs.x}} and ${{outputs.y}} are substituted.")
-    environment = serializers.DictField(required=False, help_text="{image} (Kubernetes, serverless) or {venv} (local).")
+    environment = serializers.DictField(required=False, help_text="{image, conda_file} (Kubernetes, serverless), {venv} "
+                                        "or {conda_file} (local), or azureml:<name>:<version>.")
     environment_variables = serializers.DictField(child=serializers.CharField(), required=False)
     compute = serializers.CharField(required=False, allow_null=True, help_text="azureml:<name>, <name> or local; omit for serverless.")
     resources = serializers.DictField(required=False, help_text="instance_type, instance_count (1), shm_size (2g).")

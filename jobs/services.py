@@ -6,6 +6,7 @@ from django.db import transaction
 
 from assets import services as assets
 from assets.selectors import snapshot_exists
+from assets.specs.conda import inline_conda_file
 from assets.specs.snapshots import upload_sha256
 from compute import capabilities
 from compute.choices import ComputeType
@@ -55,6 +56,9 @@ def _resolve_local(workspace: Workspace, spec: dict) -> tuple[str, None, str]:
     if spec.get("distribution"):
         errors.append(("distribution", "Distributed training needs a Kubernetes compute; a local job runs one process."))
     errors += _local_only_fields(spec)
+    if {"conda_file", "venv"} <= set(spec.get("environment") or {}):
+        errors.append(("environment.venv", "A local job runs in a venv or in its conda_file realised on the host's "
+                                           "python3, not both: leave one out."))
     venv = (spec.get("environment") or {}).get("venv")
     try:
         venv and sandbox.venv_binds(venv)  # said now, not when the worker starts it (it checks again then)
@@ -163,10 +167,18 @@ def _resolve_environment(workspace: Workspace, spec: dict) -> None:
         resolved = assets.resolve_environment(workspace, reference)
     except BadRequest as exc:  # said as every other problem of the body is
         raise _invalid([("environment", str(exc.detail))]) from None
-    if resolved.conda_file:
-        raise _invalid([("environment", f"{reference} has a conda_file: conda files are not realised on top of an image "
-                                        "when a job starts yet. Use an environment whose image holds the packages.")])
     spec["environment"] = {"image": resolved.image, "reference": reference}
+    if resolved.conda_file:  # realised on top of the image when the job starts
+        spec["environment"]["conda_file"] = _registered_conda_file(reference, resolved.conda_file)
+
+
+def _registered_conda_file(reference: str, conda: dict) -> dict:
+    """A registered environment's conda file, checked again by today's rules (it may have been kept before them)."""
+    errors: list[tuple[str, str]] = []
+    checked = inline_conda_file(conda, errors)
+    if errors:
+        raise _invalid([("environment", f"{reference}'s conda_file cannot be realised: {errors[0][1]}")])
+    return checked
 
 
 def _placement(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarget | None, str]:

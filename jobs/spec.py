@@ -9,6 +9,8 @@ import math
 import re
 from datetime import date
 
+from assets.specs.conda import inline_conda_file
+from assets.specs.environment import BUILD_REFUSED
 from assets.specs.references import InvalidReference, parse_reference
 from assets.specs.snapshots import UPLOADS_PREFIX, upload_sha256
 from controlplane.specs import (
@@ -75,16 +77,16 @@ REFUSED_RESOURCES = {
     "max_instance_count": "Elastic training (max_instance_count) is not supported: a job runs exactly instance_count "
                           "instances.",
 }
-ENVIRONMENT_FIELDS = {"image", "venv", "description", "tags"}
+ENVIRONMENT_FIELDS = {"image", "venv", "conda_file", "description", "tags"}
 REFUSED_ENVIRONMENT = {
-    "conda_file": "conda_file environments are not built here: give a ready `image` (or a `venv` for local jobs).",
+    "build": BUILD_REFUSED,
     "name": "An inline environment is not registered: register it (dockyard environment create -f) and give "
             "environment: azureml:<name>:<version>, or leave name and version out.",
     "version": "An inline environment is not registered: register it (dockyard environment create -f) and give "
                "environment: azureml:<name>:<version>, or leave name and version out.",
 }
 # What `job show` writes for a referenced environment: the reference, and the image it resolved to (resolved again).
-SHOWN_REFERENCE = {"reference", "image"}
+SHOWN_REFERENCE = {"reference", "image", "conda_file"}
 LIMITS_FIELDS = {"timeout"}
 DISTRIBUTIONS = {
     "pytorch": {"process_count_per_instance"},
@@ -248,13 +250,15 @@ def _environment(value: object, errors: list) -> dict:
     if not isinstance(value, dict):
         errors.append(("environment", "environment must be a mapping with `image` (or, for local jobs, `venv`)."))
         return {}
-    unknown_fields(value, ENVIRONMENT_FIELDS, errors, "'{key}' is not an environment field here (use image, or venv for local "
-                   "jobs).", "environment.", REFUSED_ENVIRONMENT)
+    unknown_fields(value, ENVIRONMENT_FIELDS, errors, "'{key}' is not an environment field here (image and conda_file, or "
+                   "venv for local jobs).", "environment.", REFUSED_ENVIRONMENT)
     for key in ("image", "venv"):
         if key in value and (not isinstance(value[key], str) or not value[key].strip()):
             errors.append((f"environment.{key}", f"environment.{key} must be a non-empty string."))
     if isinstance(value.get("image"), str) and re.search(r"\s", value["image"]):
         errors.append(("environment.image", "An image reference has no spaces (e.g. python:3.11 or registry/repo:tag)."))
+    if "conda_file" in value:  # realised on top of the image (or, locally, the host's python3) when the job starts
+        value = {**value, "conda_file": inline_conda_file(value["conda_file"], errors)}
     return dict(value)
 
 

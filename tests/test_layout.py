@@ -111,7 +111,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "compute/spec/audit.py", "jobs/spec.py", "jobs/spec_io.py", "jobs/manifests.py", "endpoints/spec.py", "endpoints/manifests.py",
         "endpoints/keys.py", "assets/specs/common.py", "assets/specs/references.py", "assets/specs/environment.py",
         "assets/specs/model.py", "assets/specs/data.py", "assets/specs/snapshots.py", "assets/specs/versions.py",
-        "assets/specs/pods.py",
+        "assets/specs/pods.py", "assets/specs/conda.py", "assets/specs/realise.py",
         "endpoints/model_spec.py",
         "assets/curated.py", "ignorerules/__init__.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}

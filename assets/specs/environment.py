@@ -17,6 +17,7 @@ from assets.specs.common import (
     local_path,
     local_path_problem,
 )
+from assets.specs.conda import CondaFileError, check_conda_file
 from controlplane.specs import SpecErrors, canonical_enum, limit_errors, string_map, unknown_fields
 
 IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,1023}", re.ASCII)
@@ -24,7 +25,6 @@ FIELDS = COMMON | {"image", "conda_file", "build", "os_type", "inference_config"
 RESERVED_PREFIXES = ("azureml", "microsoft")
 BUILD_FIELDS = {"path", "dockerfile_path"}
 ROUTES = ("liveness_route", "readiness_route", "scoring_route")
-CONDA_FIELDS = {"name", "channels", "dependencies", "variables"}
 BUILD_REFUSED = ("Docker builds are not configured here: give a ready `image` (optionally with a `conda_file` realised "
                  "on top of it when the job starts). An administrator can enable builds with a builder (BuildKit or "
                  "Kaniko run as a Kubernetes Job pushing to a configured registry).")
@@ -33,8 +33,6 @@ REFUSED = {
     "channels": "channels belongs in the conda file, not the environment YAML: put it under conda_file.",
     "dependencies": "dependencies belongs in the conda file, not the environment YAML: put it under conda_file.",
 }
-CONDA_REFUSED = {"prefix": "prefix is a folder on the machine that wrote the file; environments here are realised in "
-                           "their own folder: leave prefix out."}
 STORED_ONLY: dict[str, str] = {
     "properties": "Descriptive key/value pairs, kept and shown with the environment like tags; Dockyard reads none.",
     "inference_config": "Kept with the environment; a deployment whose environment has custom routes is refused until "
@@ -98,41 +96,11 @@ def _conda_file(value: object, errors: list, read: Callable[[str], object] | Non
                                          "create -f reads it beside the YAML); send the conda file inline here."))
             return None
         value = read(value)
-    if not isinstance(value, dict):
-        errors.append(("conda_file", "conda_file is a conda environment: a mapping with channels and dependencies, or "
-                                     "the path of such a file."))
+    try:
+        return check_conda_file(value)
+    except CondaFileError as exc:
+        errors.extend(exc.errors)
         return None
-    unknown_fields(value, CONDA_FIELDS, errors, "'{key}' is not a conda file field (name, channels, dependencies, "
-                   "variables).", "conda_file.", CONDA_REFUSED)
-    _conda_lists(value, errors)
-    return dict(value)
-
-
-def _conda_lists(conda: dict, errors: list) -> None:
-    """channels: text; dependencies: text or {pip: [text]}; variables: a string map; pip may not read local files."""
-    for key in ("channels", "dependencies"):
-        if key in conda and not isinstance(conda[key], list):
-            errors.append((f"conda_file.{key}", f"conda_file.{key} is a list."))
-    for index, channel in enumerate(conda.get("channels") or [] if isinstance(conda.get("channels"), list) else []):
-        if not isinstance(channel, str) or not channel.strip():
-            errors.append((f"conda_file.channels.{index}", "A channel is a name or URL."))
-    dependencies = conda.get("dependencies") if isinstance(conda.get("dependencies"), list) else []
-    for index, item in enumerate(dependencies):
-        where = f"conda_file.dependencies.{index}"
-        if isinstance(item, dict) and set(item) == {"pip"} and isinstance(item["pip"], list):
-            _pip_lines(item["pip"], f"{where}.pip", errors)
-        elif not isinstance(item, str) or not item.strip():
-            errors.append((where, "A dependency is a package spec (numpy=1.26) or {pip: [package specs]}."))
-    string_map(conda.get("variables"), "conda_file.variables", errors)
-
-
-def _pip_lines(lines: list, where: str, errors: list) -> None:
-    for index, line in enumerate(lines):
-        if not isinstance(line, str) or not line.strip():
-            errors.append((f"{where}.{index}", "A pip line is a requirement such as scikit-learn==1.5.1."))
-        elif re.match(r"\s*(-r|--requirement|-c|--constraint|-e|--editable)(\s|=|$)", line) or line.strip().startswith(("file:", "./", "../", "/")):
-            errors.append((f"{where}.{index}", "pip lines that read local files (-r, -c, -e, paths) cannot be followed "
-                                               "where the environment is realised: list the packages themselves."))
 
 
 def _build(value: object, builder: bool, errors: list) -> dict | None:

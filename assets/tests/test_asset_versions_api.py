@@ -85,6 +85,18 @@ def test_archiving_by_latest_is_refused(owner_api):
     assert_error(owner_api.delete(f"{WS}/environments/sklearn-env/versions/latest/"), 400, "InvalidVersion")
 
 
+def test_restore_brings_an_archived_version_back_to_latest(owner_api):
+    for version in ("1", "2"):
+        owner_api.post(f"{WS}/environments/", {**ENV, "version": version}, format="json")
+    owner_api.delete(f"{WS}/environments/sklearn-env/versions/2/")
+    restored = owner_api.post(f"{WS}/environments/sklearn-env/versions/2/restore/")
+    assert restored.status_code == 200 and restored.json()["archived"] is False
+    assert owner_api.get(f"{WS}/environments/sklearn-env/versions/latest/").json()["version"] == "2"
+    assert owner_api.post(f"{WS}/environments/sklearn-env/versions/2/restore/").status_code == 200  # again: no change
+    assert_error(owner_api.post(f"{WS}/environments/sklearn-env/versions/latest/restore/"), 400, "InvalidVersion")
+    assert owner_api.post(f"{WS}/environments/sklearn-env/versions/7/restore/").status_code == 404
+
+
 def test_a_stale_if_match_does_not_archive(owner_api):
     owner_api.post(f"{WS}/environments/", ENV, format="json")
     response = owner_api.delete(f"{WS}/environments/sklearn-env/versions/1/", HTTP_IF_MATCH='"stale"')

@@ -141,7 +141,7 @@ def test_a_huge_description_is_refused_by_length():
 
 def test_a_huge_conda_file_is_refused_by_size():
     conda = {"dependencies": [f"package{i}==1.0.{i}" for i in range(40_000)]}
-    assert refused(env(conda_file=conda)) == [""]
+    assert refused(env(conda_file=conda)) == ["conda_file"]
 
 
 def test_a_conda_file_reader_that_returns_something_odd_is_an_error():

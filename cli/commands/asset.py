@@ -1,4 +1,4 @@
-"""dockyard environment|model|data create | list | show | archive: Azure ML's versioned assets (one group per kind)."""
+"""dockyard environment|model|data create | list | show | archive | restore: Azure ML's versioned assets (one group per kind)."""
 import click
 
 from ..context import State, output_option, pass_state, workspace_option
@@ -96,5 +96,20 @@ def asset_group(kind: AssetKind) -> click.Group:
         except ApiError as error:
             raise not_found(client, workspace, kind, name, version, error) from None
         print_written(answer, state.output, f"{kind.noun}/{name}:{version} archived")
+
+    @group.command("restore")
+    @click.argument("name")
+    @click.option("--version", required=True, help="The archived version to restore.")
+    @workspace_option
+    @output_option
+    @pass_state
+    def restore(state: State, name: str, version: str) -> None:
+        """Restore an archived version: it is listed again and counts for @latest."""
+        workspace, client = state.workspace, state.client()
+        try:
+            answer = client.post(kind.path(workspace, name, version) + "restore/", {}).body
+        except ApiError as error:
+            raise not_found(client, workspace, kind, name, version, error) from None
+        print_written(answer, state.output, f"{kind.noun}/{name}:{version} restored")
 
     return group

@@ -120,9 +120,17 @@ def local_path(base_dir: Path, written: str) -> Path:
     return path
 
 
+def with_conda_file_read(body: object, base_dir: Path) -> None:
+    """A job's or deployment's `environment.conda_file: ./conda.yml` read beside the YAML, as `environment create`
+    reads an environment's (the server reads no files)."""
+    environment = body.get("environment") if isinstance(body, dict) else None
+    if isinstance(environment, dict) and isinstance(environment.get("conda_file"), str):
+        environment["conda_file"] = read_conda_file(base_dir, environment["conda_file"])
+
+
 def read_conda_file(base_dir: Path, written: str) -> dict:
     """A conda file beside the YAML, read as YAML (no anchors or aliases, as the server reads bodies)."""
-    path = local_path(base_dir, written)
+    path = local_path(base_dir, written.removeprefix("file:"))  # Azure ML's examples write file:./conda.yml too
     try:
         text = path.read_text()
         refuse_aliases(text)

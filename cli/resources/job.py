@@ -5,6 +5,7 @@ import yaml
 from ..client import ApiClient, path_of
 from ..documents import Document
 from ..errors import EXIT_JOB_CANCELED, EXIT_JOB_FAILED, EXIT_USAGE, ApiError, CliError, InvalidInput
+from .asset import with_conda_file_read
 from .base import (
     Outcome,
     as_strings,
@@ -163,6 +164,7 @@ def with_code_uploaded(document: Document, client: ApiClient, workspace: str, dr
     for item in (inputs.values() if isinstance(inputs, dict) else ()):
         if _uploadable_input(item):
             item["path"] = uploaded_field(client, workspace, document.base_dir, item["path"], dry_run)
+    with_conda_file_read(body, document.base_dir)
     return body
 
 

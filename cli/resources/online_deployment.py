@@ -6,6 +6,7 @@ from pathlib import Path
 from ..client import ApiClient, path_of
 from ..documents import apply_assignments
 from ..errors import ApiError, InvalidInput
+from .asset import with_conda_file_read
 from .base import (
     Outcome,
     Scope,
@@ -120,6 +121,7 @@ def with_code_uploaded(body: object, base_dir: Path, client: ApiClient, workspac
     elif isinstance(model, str):
         sent = uploaded_field(client, workspace, base_dir, model, dry_run, named=True)
         body["model"] = {"path": sent} if sent != model else model  # uploaded: an inline model; else as written
+    with_conda_file_read(body, base_dir)
     return body
 
 

@@ -48,6 +48,11 @@ def test_environment_list_show_and_archive(dockyard, tmp_path):
     assert archived.exit_code == 0 and archived.stdout.strip() == "environment/sklearn-env:2 archived"
     assert dockyard.json("environment", "show", "sklearn-env")["version"] == "1"
     assert [row["version"] for row in dockyard.json("environment", "list", "--archived")] == ["2"]
+    restored = dockyard("environment", "restore", "sklearn-env", "--version", "2")
+    assert restored.exit_code == 0 and restored.stdout.strip() == "environment/sklearn-env:2 restored"
+    assert dockyard.json("environment", "show", "sklearn-env")["version"] == "2"
+    missing = dockyard("environment", "restore", "sklearn-env", "--version", "9")
+    assert missing.exit_code == 1 and "has no version 9" in missing.stderr
 
 
 def test_show_of_a_missing_version_says_which(dockyard):

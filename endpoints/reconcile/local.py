@@ -23,6 +23,7 @@ from workspaces.access import local_compute_refusal
 
 from ..model_spec import bounds_problems, is_stored, model_dir
 from ..models import OnlineDeployment
+from . import environment
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ def _start(deployment: OnlineDeployment) -> float:
     try:
         box, cwd = _sandbox(deployment, server)
         (server / SOCKET).unlink(missing_ok=True)  # a crashed server's socket: gunicorn would not bind over it
-        process = runner.spawn(_server_command(deployment), folder, cwd, {}, box)
+        process = environment.spawn(deployment, _server_command(deployment), folder, cwd, box)
     except (OSError, sandbox.Refused) as exc:
         record_status(deployment, ProvisioningState.FAILED, [problem("StartFailed", f"The server could not be started: {exc}")])
         return MAX_BACKOFF
@@ -210,7 +211,7 @@ def _probe(deployment: OnlineDeployment, process: runner.Process) -> float:
         record_status(deployment, ProvisioningState.SUCCEEDED, [], status=_status(deployment, "Running", 1))
         return LOOK_EVERY
     grace = liveness["initial_delay"] + liveness["period"] * liveness["failure_threshold"]
-    if time.time() - deployment.runner.get("started", 0) > grace:
+    if time.time() - environment.probe_clock(deployment) > grace:
         logger.warning("Deployment %s failed its liveness probe for %s s: restarting it", deployment.name, grace)
         runner.kill_group(process)
         return _crashed(deployment, process, "failed its liveness probe")

@@ -71,7 +71,7 @@ def test_bad_local_deployments(api, body, targets):
 
 BAD_KUBERNETES_DEPLOYMENTS = [
     pytest.param(kube_deployment(instance_type="huge"), ["instance_type"], id="unknown-instance-type"),
-    pytest.param(kube_deployment(environment={"conda_file": "conda.yml"}), ["environment.image"], id="no-image"),
+    pytest.param(kube_deployment(environment={"conda_file": {"dependencies": ["numpy"]}}), ["environment.image"], id="no-image"),
     pytest.param(kube_deployment(environment=None), ["environment.image"], id="no-environment"),
     pytest.param(kube_deployment(instance_count=0), ["instance_count"], id="instance-count-0"),
     pytest.param(kube_deployment(instance_count=2**31), ["instance_count"], id="instance-count-too-large"),
@@ -145,7 +145,8 @@ BAD_DEPLOYMENT_PATCHES = [
                  ["resources.limits.cpu"], id="limit-equals-the-types"),
     pytest.param({"resources": {"requests": {"cpu": "0", "memory": "0"}}}, "InvalidDeployment",
                  ["resources.requests.cpu", "resources.requests.memory"], id="zero-requests"),
-    pytest.param({"environment": {"conda_file": "conda.yml"}}, "InvalidDeployment", ["environment.image"], id="no-image"),
+    pytest.param({"environment": {"conda_file": {"dependencies": ["numpy"]}}}, "InvalidDeployment", ["environment.image"],
+                 id="no-image"),
     pytest.param({"liveness_probe": {"success_threshold": 3}}, "InvalidDeployment", ["liveness_probe.success_threshold"], id="liveness-3"),
     pytest.param({"colour": "blue"}, "InvalidDeployment", ["colour"], id="unknown-field"),
     pytest.param(["instance_count"], "InvalidDeployment", [""], id="body-a-list"),

@@ -28,7 +28,8 @@ def test_the_seeds_deployment_example_is_accepted():
         "name": "blue", "app_insights_enabled": True, "endpoint_name": "my-endpoint",
         "model": {"path": "./model/sklearn_mnist_model.pkl"},
         "code_configuration": {"code": "./script/", "scoring_script": "score.py"},
-        "environment": {"conda_file": "file:./model/conda.yml", "image": "mcr.microsoft.com/azureml/openmpi3.1.2-ubuntu18.04:latest"},
+        "environment": {"conda_file": {"dependencies": ["python=3.10", {"pip": ["scikit-learn"]}]},
+                        "image": "mcr.microsoft.com/azureml/openmpi3.1.2-ubuntu18.04:latest"},
         "resources": SEED_EXAMPLE, "instance_type": "small",
     }
     spec = parse_deployment(body, "my-endpoint")
@@ -121,7 +122,7 @@ def test_code_configuration_refused(code, expected):
 
 @pytest.mark.parametrize("environment", [
     {"image": "python:3.11"},
-    {"image": "mcr.microsoft.com/azureml/openmpi3.1.2-ubuntu18.04:latest", "conda_file": "file:./model/conda.yml"},
+    {"image": "mcr.microsoft.com/azureml/openmpi3.1.2-ubuntu18.04:latest", "conda_file": {"dependencies": ["numpy"]}},
     {"venv": "/opt/venv"},
     {},
 ])

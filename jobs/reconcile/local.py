@@ -17,6 +17,7 @@ from ..choices import JobStatus
 from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  # noqa: F401 (run_folder: tests)
 from ..models import Job
 from ..spec import DATA_INPUT_TYPES, render_command
+from . import environment
 from .status import append_lines, event, save, transition
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def _start(job: Job) -> float | None:
             copied = prepare_workdir(job, workdir)
             arrived = staging.stage_inputs(job, folder)
             command = render_command(job.spec, inputs_dir=str(staging.inputs_folder(folder)), resolved=job.resolved_inputs)
-            process = runner.spawn(command, folder, workdir, {}, _sandbox(job, workdir))
+            process = environment.spawn(job, command, folder, workdir, _sandbox(job, workdir))
         except (OSError, sandbox.Refused, FileRefused) as exc:
             save(job, fields + transition(job, JobStatus.FAILED, f"The process could not be started: {exc}"))
             return None
@@ -115,6 +116,7 @@ def _follow(job: Job) -> float | None:
         return LOOK_EVERY * 10
     running = runner.is_running(process)
     _collect_output(job, process, final=not running)
+    environment.report(job)
     if job.status == JobStatus.CANCEL_REQUESTED:
         runner.kill_group(process)
         _collect_output(job, process, final=True)
@@ -141,7 +143,7 @@ def _finish(job: Job, process: runner.Process) -> None:
     elif code == 0:
         _end(job, JobStatus.COMPLETED, "", exit_code=0)
     else:
-        _end(job, JobStatus.FAILED, _exit_reason(code), exit_code=code)
+        _end(job, JobStatus.FAILED, environment.failure(job) or _exit_reason(code), exit_code=code)
     return None
 
 

@@ -67,7 +67,6 @@ def test_the_rendered_pod_runs_the_resolved_image(owner_api, k8s, environments):
     ("azureml:AzureML-sklearn-9.9@latest", "not one of Azure ML's curated environments"),
     ("azureml://registries/other/environments/e/versions/1", "Registry 'other'"),
     ("azureml:train-env", "names no version"),
-    ("azureml:conda-env:1", "conda files are not realised"),
 ])
 def test_references_that_do_not_resolve_are_400_at_environment_and_write_nothing(
         owner_api, k8s, environments, reference, words):  # noqa: F811

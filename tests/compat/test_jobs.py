@@ -157,7 +157,8 @@ def test_an_image_on_local_is_refused(owner_api):
 
 
 @pytest.mark.parametrize("environment, target, reason", [
-    (f"  image: {IMAGE}\n  conda_file: conda.yml\n", "environment.conda_file", "not built here"),
+    (f"  image: {IMAGE}\n  conda_file: conda.yml\n", "environment.conda_file", "the CLI sends its content"),
+    ("  build:\n    path: ./docker\n", "environment.build", "BuildKit or Kaniko"),
     ("  name: sklearn-env\n", "environment.name", "not registered"),
 ])
 def test_environments_dockyard_cannot_build_are_refused(owner_api, k8s, environment, target, reason):  # noqa: F811

@@ -4,11 +4,11 @@ the command and the outputs upload are then run with a real shell against the li
 and downloaded.
 
 Kubernetes gets the files unchanged: the compute is attached under the name they use (`cpu-cluster`). What `local`
-needs changed is said where it is changed (`for_local`), and so is the one change the pod's shell run makes
-(`pod_env`): this machine has no internet, so a file Azure ML's examples fetch from the web is served on loopback.
+needs changed is said where it is changed (`for_local`), and so is what the pod's shell run changes (`pod_env`,
+`in_this_shell`). This machine has no internet: a file the examples fetch from the web is served on loopback, and pip
+installs the conda file's one stand-in package from a wheel the test builds.
 """
 import base64
-import importlib.util
 import json
 import re
 import shutil
@@ -21,7 +21,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from assets.specs import pods
+from assets.specs import pods, realise
+from assets.tests.wheels import make_wheel
 from cli.tests.conftest import config_file, dockyard, token  # noqa: F401 (fixtures)
 from jobs.manifests import CODE_DIR, INPUTS_DIR, UPLOAD_CONTAINER, kube_job_name, urls_secret_name
 from jobs.tests.support import serve_files, tls_server  # noqa: F401 (tls_server: a fixture)
@@ -45,8 +46,6 @@ IRIS = (SINGLE_STEP / "data" / "iris.csv").read_bytes()
 IRIS_PATH = "/datasets/iris.csv"  # where both examples' URLs put it (wasbs://datasets@<account>/iris.csv is this too)
 WEB_IRIS = "https://azuremlexamples.blob.core.windows.net" + IRIS_PATH
 TRAINED = "trained on 3 rows: setosa, versicolor, virginica"
-CONDA_READY = importlib.util.find_spec("assets.specs.conda") is not None
-CONDA_REASON = "conda files are realised once branch i12-conda is merged (assets/specs/conda.py)"
 SH = "/bin/sh"
 
 
@@ -62,7 +61,7 @@ class Case:
     command: str = ""
     inputs: tuple[str, ...] = ()
     assets: bool = False  # refers to iris-csv:1 and team-python:1, registered first
-    marks: tuple = ()
+    conda: bool = False  # its conda file is realised before the command (the stand-in wheel, pip offline)
 
 
 SKLEARN_COMMAND = ("python main.py --iris-csv /var/dockyard/inputs/iris_csv/iris.csv --C {C} --kernel {kernel} "
@@ -85,10 +84,9 @@ CASES = [
          command=SKLEARN_COMMAND.format(C=0.5, kernel="poly", coef0=0.2) + " --model-dir outputs/model"),
     Case("conda-environment.yml", (TRAINED,), {"metrics.json": None, "model/model.json": None},
          image="mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04:latest", inputs=("iris_csv",),
-         command=SKLEARN_COMMAND.format(C=1.0, kernel="linear", coef0=0.0),
-         marks=(pytest.mark.skipif(not CONDA_READY, reason=CONDA_REASON),)),
+         command=SKLEARN_COMMAND.format(C=1.0, kernel="linear", coef0=0.0), conda=True),
 ]
-PARAMS = [pytest.param(case, id=case.file.removesuffix(".yml"), marks=case.marks) for case in CASES]
+PARAMS = [pytest.param(case, id=case.file.removesuffix(".yml")) for case in CASES]
 
 
 # what both runs share
@@ -162,20 +160,22 @@ def for_local(case: Case, folder: Path, venv: Path, url: str) -> Path:
 
 
 @pytest.fixture
-def conda_wheels(settings, tmp_path):
-    """pip offline against a folder holding the conda file's one stand-in package (there is no index here)."""
-    if not CONDA_READY:
-        return
-    from assets.tests.wheels import make_wheel
-
+def wheels(tmp_path) -> Path:
+    """A folder holding the conda file's one stand-in package: pip installs from it offline (there is no index here)."""
     make_wheel(tmp_path / "wheels", "standin_sklearn", "1.5.0", "VALUE = 'stand-in'\n")
+    return tmp_path / "wheels"
+
+
+@pytest.fixture
+def local_environments(settings, tmp_path, wheels):
+    """Local realisations cached in the test's folder, pip offline against the wheel folder."""
     settings.DOCKYARD_ENVIRONMENT_DIR = tmp_path / "environments"
-    settings.DOCKYARD_ENVIRONMENT_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "wheels")}
+    settings.DOCKYARD_ENVIRONMENT_PIP = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
     settings.DOCKYARD_ENVIRONMENT_NETWORK = False
 
 
 @pytest.mark.parametrize("case", PARAMS)
-@pytest.mark.usefixtures("local_compute", "worker", "conda_wheels")
+@pytest.mark.usefixtures("local_compute", "worker", "local_environments")
 def test_on_local(case, dockyard, owner_api, tls_server, tmp_path):  # noqa: F811
     folder = Path(shutil.copytree(SINGLE_STEP, tmp_path / "single_step"))
     venv = tmp_path / "venv"
@@ -189,6 +189,7 @@ def test_on_local(case, dockyard, owner_api, tls_server, tmp_path):  # noqa: F81
     name = created(result)
     log = result.stdout.splitlines()
     assert all(line in log for line in case.log), log
+    assert case.conda == any(line.startswith("Environment realised in ") for line in log), log
     saved = outputs_listed_and_downloaded(dockyard, owner_api, name, case, tmp_path / "download")
     check_contents(saved, case)
 
@@ -218,7 +219,14 @@ def check_pod(pod: dict, case: Case, code: bool, web: set[str], urls: dict[str, 
     assert [step["name"] for step in steps] == ["fetch-code" if code else "make-outputs", *inputs, UPLOAD_CONTAINER]
     assert steps[-1]["restartPolicy"] == "Always"  # a native sidecar: it uploads once the main container ends
     main = pod["containers"][0]
-    assert (main["image"], main["workingDir"], main["command"]) == (case.image, CODE_DIR, [SH, "-c", case.command])
+    assert (main["image"], main["workingDir"], main["command"][:2]) == (case.image, CODE_DIR, [SH, "-c"])
+    if case.conda:  # the conda file is realised into the pod's own emptyDir first, then the command runs
+        assert main["command"][2].endswith("\n" + case.command) and "Realising the conda file" in main["command"][2]
+        conda = yaml.safe_load((SINGLE_STEP / "environment" / "conda.yml").read_text())
+        assert yaml.safe_load(env_of(main)["DOCKYARD_CONDA_FILE"]) == conda
+        assert {"name": realise.VOLUME, "mountPath": realise.ROOT} in main["volumeMounts"]
+    else:
+        assert main["command"][2] == case.command
     for name in case.inputs:
         assert {"name": "inputs", "mountPath": f"{INPUTS_DIR}/{name}", "subPath": name,
                 "readOnly": True} in main["volumeMounts"]
@@ -228,9 +236,14 @@ def check_pod(pod: dict, case: Case, code: bool, web: set[str], urls: dict[str, 
         assert step.get("env") == ([{"name": "INPUT_URL", "value": WEB_IRIS}] if name in web else None)
 
 
+def env_of(container: dict) -> dict[str, str]:
+    return {item["name"]: item["value"] for item in container.get("env", []) if "value" in item}
+
+
 def pod_env(step: dict, iris_http: str, tmp_path: Path) -> dict[str, str]:
-    """A step's environment in this shell; an input fetched from the web is fetched from loopback (no internet)."""
-    env = {item["name"]: item["value"] for item in step.get("env", []) if "value" in item}
+    """A step's environment in this shell. No internet here: an input fetched from the web is fetched from loopback,
+    and pip installs the conda file's stand-in package from the test's wheel folder."""
+    env = env_of(step) | {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "wheels")}
     if "INPUT_URL" in env:
         assert env["INPUT_URL"] == WEB_IRIS
         env["INPUT_URL"] = iris_http
@@ -243,7 +256,8 @@ def pod_env(step: dict, iris_http: str, tmp_path: Path) -> dict[str, str]:
 
 def in_this_shell(script: str, tmp_path: Path) -> str:
     """The pod's fixed paths moved under tmp_path (its emptyDirs and the mounted Secret)."""
-    for fixed, here in ((pods.URLS_DIR, "urls"), (CODE_DIR, "code"), (INPUTS_DIR, "inputs")):
+    for fixed, here in ((pods.URLS_DIR, "urls"), (CODE_DIR, "code"), (INPUTS_DIR, "inputs"),
+                        (realise.ROOT, "environment")):
         script = script.replace(fixed, str(tmp_path / here))
     return host_paths(script, tmp_path)
 
@@ -267,9 +281,21 @@ def run_pod(pod: dict, urls: dict[str, str], iris_http: str, tmp_path: Path) -> 
     return log + uploaded.stdout.splitlines()
 
 
+def init_steps_ran_in_the_fake(fake_kube, name: str, code: bool, urls: dict[str, str]) -> None:
+    """The fake starts the pod: its fetch steps end (0) in order, the code's reading the URL Secret as mounted."""
+    fake_kube.advance(1)
+    started = pods_of(fake_kube, name)[0]
+    fetched = [s for s in started["status"]["initContainerStatuses"] if s["name"] != UPLOAD_CONTAINER]
+    assert all(s["state"]["terminated"]["exitCode"] == 0 for s in fetched)
+    if code:
+        assert fake_kube.secrets_read("default", started["metadata"]["name"], "fetch-code") == {
+            f"{pods.URLS_DIR}/{key}": value for key, value in urls.items()}
+
+
 @pytest.mark.parametrize("case", PARAMS)
 @pytest.mark.skipif(not all(shutil.which(tool) for tool in ("wget", "tar", "gzip", "find", "head")),
                     reason="the pod's tools (wget, tar, gzip, find, head) are not on this machine")
+@pytest.mark.usefixtures("wheels")
 def test_on_kubernetes(case, dockyard, owner_api, cpu_cluster, fake_kube, iris_http, tmp_path):  # noqa: F811
     if case.assets:
         register_assets(dockyard, SINGLE_STEP)
@@ -288,17 +314,11 @@ def test_on_kubernetes(case, dockyard, owner_api, cpu_cluster, fake_kube, iris_h
     urls = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
     check_pod(pod, case, code, web, urls)
 
-    fake_kube.advance(1)  # the fake starts the pod: its init steps run, each reading the mounted Secret
-    started = pods_of(fake_kube, name)[0]
-    fetched = [s for s in started["status"]["initContainerStatuses"] if s["name"] != UPLOAD_CONTAINER]
-    assert all(s["state"]["terminated"]["exitCode"] == 0 for s in fetched)
-    if code:
-        assert fake_kube.secrets_read("default", started["metadata"]["name"], "fetch-code") == {
-            f"{pods.URLS_DIR}/{key}": value for key, value in urls.items()}
-
+    init_steps_ran_in_the_fake(fake_kube, name, code, urls)
     log = run_pod(pod, urls, iris_http, tmp_path)  # what the fake does not run: the steps themselves, here
 
     assert all(line in log for line in case.log), log
+    assert case.conda == any(line.startswith("Environment realised in ") for line in log), log
     if code:
         assert f"fetched 2 files into {tmp_path / 'code'}" in log  # src/: main.py, hello-iris.py
     for input_name in case.inputs:

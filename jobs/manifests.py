@@ -6,6 +6,7 @@ they use are in the job's Secret (`<job>-urls`), mounted as a volume and read wh
 renew them while the job waits (see jobs/reconcile/kubernetes.py).
 """
 import re
+import shlex
 from dataclasses import dataclass, field
 
 from assets.specs.pods import (
@@ -23,6 +24,7 @@ from controlplane.kube.objects import labels, object_name
 from controlplane.kube.resources import Shape
 
 from .spec import render_command, shm_quantity
+from .spec_io import output_is_file
 
 RENDEZVOUS_PORT = 29500
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -67,9 +69,12 @@ def input_container_name(index: int, name: str) -> str:
     return f"input-{index}-{slug}"[:63].rstrip("-")
 
 
-def _work_steps(delivery: Delivery) -> list[dict]:
-    """The working directory: the code fetched into it (when there is code), then ./outputs made writable by any uid."""
-    make = f"mkdir -p {OUTPUTS_DIR} && chmod a+rwx {CODE_DIR} {OUTPUTS_DIR} && echo 'made ./outputs in {CODE_DIR}'"
+def _work_steps(delivery: Delivery, spec: dict) -> list[dict]:
+    """The working directory: the code fetched into it (when there is code), then ./outputs and each declared folder
+    output in it (`${{outputs.x}}` is a folder the command writes into, as on local) made writable by any uid."""
+    folders = " ".join([OUTPUTS_DIR] + [shlex.quote(f"{OUTPUTS_DIR}/{name}") for name in spec.get("outputs") or {}
+                                        if not output_is_file(spec, name)])
+    make = f"mkdir -p {folders} && chmod a+rwx {CODE_DIR} {folders} && echo 'made ./outputs in {CODE_DIR}'"
     if delivery.code:
         fetch = fetch_init_container(name=CODE_CONTAINER, volume=CODE_VOLUME, folder=CODE_DIR, url=None,
                                      image=delivery.image, url_file=f"{URLS_DIR}/code")
@@ -94,7 +99,7 @@ def _with_delivery(pod_spec: dict, spec: dict, job_name: str, delivery: Delivery
     main["workingDir"] = CODE_DIR
     main["volumeMounts"].append({"name": CODE_VOLUME, "mountPath": CODE_DIR})
     pod_spec["volumes"] += [{"name": CODE_VOLUME, "emptyDir": {}}, urls_volume(urls_secret_name(job_name))]
-    steps = _work_steps(delivery)
+    steps = _work_steps(delivery, spec)
     if delivery.inputs:
         pod_spec["volumes"].append({"name": INPUTS_VOLUME, "emptyDir": {}})
     modes = {name: (value.get("mode") if isinstance(value, dict) else None) or "ro_mount"

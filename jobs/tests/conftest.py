@@ -3,10 +3,12 @@ import pytest
 
 from jobs.models import Job
 from jobs.reconcile.status import append_lines
-from jobs.tests.support import (  # noqa: F401 (k8s: a fixture, defined there for tests outside jobs/)
+from jobs.tests.support import (  # noqa: F401 (k8s, tls_server: fixtures, defined there for tests outside jobs/)
     k8s,
     set_state,
     submit,
+    tls_files,
+    tls_server,
 )
 
 

@@ -1,18 +1,10 @@
 """Local jobs with data: resolved inputs written into the run folder before the command (read-only in the sandbox),
 ./outputs collected into storage when the job ends (whatever the end), named outputs registered as assets."""
-import datetime
-import http.server
-import ipaddress
 import os
 import shutil
 import ssl
-import threading
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from assets import folders
 from assets.models import Data, Model, Snapshot
@@ -98,62 +90,7 @@ def test_an_input_url_to_a_non_public_address_fails_the_job_with_the_reason(owne
     assert "Input f was not fetched" in job["status_reason"] and "127.0.0.1" in job["status_reason"]
 
 
-# https files, from a TLS server on loopback that the test trusts
-
-
-@pytest.fixture
-def tls_server(tmp_path, monkeypatch):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "files.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("files.test")]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                         serialization.NoEncryption()))
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            if self.path == "/big.bin":
-                self.send_response(200)
-                self.send_header("Content-Length", str(10 * 1024 * 1024))
-                self.end_headers()
-                return
-            if self.path == "/moved":
-                self.send_response(302)
-                self.send_header("Location", "https://127.0.0.1:9/secret.txt")
-                self.end_headers()
-                return
-            body = b"sepal,petal\n"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    real = fetch.public_addresses
-
-    def addresses(host, port_):
-        if host == "files.test":  # the test's name for its loopback server; every other name is checked as ever
-            return [ipaddress.ip_address("127.0.0.1")]
-        return real(host, port_)
-
-    monkeypatch.setattr(fetch, "public_addresses", addresses)
-    monkeypatch.setattr(fetch, "tls_context", lambda: ssl.create_default_context(cafile=str(tmp_path / "cert.pem")))
-    yield f"https://files.test:{port}"
-    server.shutdown()
+# https files, from a TLS server on loopback that the test trusts (tls_server: jobs/tests/support.py)
 
 
 @RUNS

@@ -170,6 +170,15 @@ def test_a_job_without_code_still_runs_in_an_emptydir_with_outputs(fake_kube, k8
     assert sorted(urls_of(fake_kube, name)) == ["outputs"]
 
 
+def test_declared_folder_outputs_exist_before_the_command_writes_into_them(fake_kube, k8s, api):
+    name = submit(api, command="echo hi > ${{outputs.greeting}}/hello.txt",
+                  outputs={"greeting": {"type": "uri_folder"}, "score": {"type": "uri_file"}})
+    run_reconcile(name)
+    make = pod_spec(fake_kube, name)["initContainers"][0]["command"][2]
+    assert make.startswith("mkdir -p /var/dockyard/code/outputs /var/dockyard/code/outputs/greeting && ")
+    assert "outputs/score" not in make  # a uri_file output names a file the command writes, not a folder
+
+
 def test_a_distributed_jobs_sidecar_knows_its_rank(fake_kube, k8s, api):
     name = submit(api, resources={"instance_count": 2}, distribution={"type": "pytorch", "process_count_per_instance": 1})
     run_reconcile(name)

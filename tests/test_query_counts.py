@@ -229,5 +229,6 @@ def test_a_pods_outputs_upload_takes_the_same_queries_however_many_files_or_rank
         return len(captured)
 
     first, few, many, more_ranks = queries_for(0, 5), queries_for(1, 5), queries_for(2, 200), queries_for(7, 5)
-    # (a merge reads the ranks' snapshots and their blob sizes in two queries, and saves the merged snapshot)
-    assert few == many == more_ranks <= 22 and first <= 18, (first, few, many, more_ranks)
+    # (a merge reads the ranks' snapshots and their blob sizes in two queries, and saves the merged snapshot; storing
+    # a rank's blobs takes the artifact store's shared lock, one query: assets/locks.py)
+    assert few == many == more_ranks <= 22 and first <= 19, (first, few, many, more_ranks)

@@ -68,7 +68,8 @@ def test_two_jobs_with_the_same_file_realise_it_once(worker, owner_api, workspac
     names = [submit(owner_api, command=command, environment={"conda_file": CONDA}) for _ in range(2)]
     jobs = [ended(owner_api, name, timeout=240) for name in names]
     logs = [log_of(owner_api, name) for name in names]
-    assert [job["status"] for job in jobs] == ["Completed", "Completed"], logs
+    shown = "\n\n".join("\n".join(log) for log in logs)  # whole: a failure under load must say where it broke
+    assert [job["status"] for job in jobs] == ["Completed", "Completed"], shown
     realised = [any(line.startswith("Environment realised in ") for line in log) for log in logs]
     reused = [any(line.startswith("Environment reused") for line in log) for log in logs]
     assert sorted(realised) == [False, True] and sorted(reused) == [False, True], logs

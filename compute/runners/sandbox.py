@@ -19,6 +19,7 @@ fd 3 (`--args`): they never appear on a command line that every user of the host
 """
 import os
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,9 @@ ROOT_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID")
 # Top-level names that a merged-/usr system links into /usr (bound read-only where they are real folders).
 SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SYSTEM_READ_ONLY = ("/usr", "/etc")
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+SHIM_DIR = "/opt/dockyard/bin"  # last on PATH: a `python` for hosts that only have python3 (see _python_shim)
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+DEFAULT_PATH = f"{SYSTEM_PATH}:{SHIM_DIR}"
 
 
 class Refused(ValueError):
@@ -124,7 +127,7 @@ def _chown_tree(top: Path, uid: int) -> None:
 
 def arguments(sandbox: Sandbox, cwd: Path, command: list[str]) -> tuple[list[str], list[str]]:
     """bwrap's options (read from a file: they hold the environment) and what it runs, ending in `command`."""
-    view = _system() + _tmp() + _binds(sandbox.binds) + ["--chdir", str(cwd), "--clearenv"]
+    view = _system() + _python_shim() + _tmp() + _binds(sandbox.binds) + ["--chdir", str(cwd), "--clearenv"]
     for key, value in sandbox.env.items():
         view += ["--setenv", key, value]
     # Allowed the network: bwrap tells network.py the pid of the namespace's process, then waits for its go.
@@ -160,6 +163,15 @@ def _system() -> list[str]:
         elif host.is_dir():
             args += ["--ro-bind", str(host), str(host)]
     return args
+
+
+def _python_shim() -> list[str]:
+    """Azure ML's commands call `python`: where the host has only python3 (Debian without python-is-python3), the
+    sandbox gets a `python` link to it, last on PATH so a real `python` (a venv's, the system's) always wins."""
+    if shutil.which("python", path=SYSTEM_PATH):
+        return []
+    python3 = shutil.which("python3", path=SYSTEM_PATH)
+    return ["--perms", "0755", "--dir", SHIM_DIR, "--symlink", python3, f"{SHIM_DIR}/python"] if python3 else []
 
 
 def _tmp() -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from compute.runners import local as runner
 
-BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin:/opt/dockyard/bin", "LANG": "C.UTF-8"}
 
 
 def wait_for(predicate, timeout: float = 10.0, what: str = "the condition"):

@@ -223,11 +223,18 @@ def test_the_environment_has_the_job_variables_and_none_of_the_worker_secrets(wo
     variables = dict(line.split("=", 1) for line in lines if "=" in line)
     assert variables["GREETING"] == "hi there" and variables["EPOCHS"] == "3"
     assert variables["DOCKYARD_JOB_NAME"] == name and variables["DOCKYARD_WORKSPACE"] == "team-a"
-    assert variables["PATH"] == "/usr/local/bin:/usr/bin:/bin" and variables["HOME"] == variables["DOCKYARD_JOB_DIR"]
+    assert variables["PATH"] == "/usr/local/bin:/usr/bin:/bin:/opt/dockyard/bin" and variables["HOME"] == variables["DOCKYARD_JOB_DIR"]
     for key in (*SECRETS, "CELERY_BROKER_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"):
         assert key not in variables
     text = "\n".join(lines)
     assert not [value for value in SECRETS.values() if value in text]
+
+
+def test_python_runs_azure_mls_commands_on_a_host_with_only_python3(worker, owner_api, workspace):
+    name = submit(owner_api, command="python -c 'import sys; print(sys.version_info[0])'")
+    job = ended(owner_api, name)
+    assert job["status"] == "Completed", (job["status_reason"], log_of(owner_api, name))
+    assert log_of(owner_api, name) == ["3"]
 
 
 def test_venv_comes_first_on_path(worker, owner_api, workspace, tmp_path):

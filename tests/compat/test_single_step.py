@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,15 +140,15 @@ def check_contents(saved: dict[str, bytes], case: Case) -> None:
 # local: the sandbox on the worker's host
 
 
-def for_local(case: Case, folder: Path, venv: Path, url: str) -> Path:
+def for_local(case: Case, folder: Path, url: str) -> Path:
     """The example's copy (beside its src/ and data/) with only the changes local compute needs; its path."""
     path = folder / case.file
     body = yaml.safe_load(path.read_text())
     body["compute"] = "local"  # the worker's sandbox instead of Azure ML's cluster
     if "conda_file" not in body["environment"]:
-        # An image (written, curated or registered) is a pod's; a local job runs in the sandbox on the host, whose
-        # Python environment is a venv. (The images have `python`; a host may only have `python3` without one.)
-        body["environment"] = {"venv": str(venv)}
+        # An image (written, curated or registered) is a pod's; a local job runs in the sandbox on the host's Python
+        # (`python` there even on a host with only python3: compute/runners/sandbox.py's shim).
+        del body["environment"]
     else:
         body["environment"].pop("image")  # the conda file is realised in the sandbox, on the host's python3
     for item in (body.get("inputs") or {}).values():
@@ -178,11 +177,9 @@ def local_environments(settings, tmp_path, wheels):
 @pytest.mark.usefixtures("local_compute", "worker", "local_environments")
 def test_on_local(case, dockyard, owner_api, tls_server, tmp_path):  # noqa: F811
     folder = Path(shutil.copytree(SINGLE_STEP, tmp_path / "single_step"))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     if case.assets:
         register_assets(dockyard, folder)
-    path = for_local(case, folder, venv, tls_server + IRIS_PATH)
+    path = for_local(case, folder, tls_server + IRIS_PATH)
 
     result = dockyard("job", "create", "-f", str(path), "--stream")
 

@@ -385,7 +385,7 @@ DOCKYARD_LOG_STREAMS_PER_USER = int(os.environ.get("DOCKYARD_LOG_STREAMS_PER_USE
 # per workspace and conda file hash under this folder; DOCKYARD_ENVIRONMENT_PIP is JSON of pip's settings for them
 # (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX, PIP_TRUSTED_HOST): a mirror, or a wheel folder.
 DOCKYARD_ENVIRONMENT_DIR = Path(os.environ.get("DOCKYARD_ENVIRONMENT_DIR", VAR_DIR / "environments"))
-DOCKYARD_ENVIRONMENT_NETWORK = env_bool("DOCKYARD_ENVIRONMENT_NETWORK", True)
+DOCKYARD_ENVIRONMENT_NETWORK = env_bool("DOCKYARD_ENVIRONMENT_NETWORK", False)
 DOCKYARD_ENVIRONMENT_PIP = json.loads(os.environ.get("DOCKYARD_ENVIRONMENT_PIP", "{}"))
 
 # Local online deployments: one folder per deployment (server log, pid) and the inference server's virtualenv.

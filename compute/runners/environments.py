@@ -101,7 +101,7 @@ def spawn(conda: dict | None, workspace: str, command: str, folder: Path, cwd: P
     own = folder / FOLDER
     own.mkdir(parents=True, exist_ok=True)
     (own / RESULT).unlink(missing_ok=True)
-    realise_command, realise_env = _realisation(conda, cache, python_venv).launch(realise_script(ROOT, system_site_packages=False), own,
+    realise_command, realise_env = _realisation(conda, cache, python_venv, box.network).launch(realise_script(ROOT, system_site_packages=False), own,
                                                               Path("/tmp"))
     plan = {"hash": conda_hash(conda), "final": str(cache.final), "partial": str(cache.partial),
             "lock": str(cache.lock), "command": realise_command, "env": realise_env, "uid": sandbox_uid(),
@@ -114,15 +114,17 @@ def spawn(conda: dict | None, workspace: str, command: str, folder: Path, cwd: P
     return runner.spawn(f"{first} && {run_command}", folder, cwd, run_env)
 
 
-def _realisation(conda: dict, cache: Entry, python_venv: Path | None) -> Sandbox:
-    """The realisation's sandbox: the scratch folder at /opt/dockyard (read-write), pip's settings, the network."""
+def _realisation(conda: dict, cache: Entry, python_venv: Path | None, run_network: bool) -> Sandbox:
+    """The realisation's sandbox: the scratch folder at /opt/dockyard (read-write), pip's settings, and a network
+    only where the run itself may have one (staff allowed the workspace) or DOCKYARD_ENVIRONMENT_NETWORK says so: pip
+    fetches URLs the tenant chose, so it gets no more reach than the tenant's own job would."""
     wheels = [Bind(Path(path)) for path in _local_find_links()]
     if python_venv:
         wheels += venv_binds(python_venv, (python_venv,))
     env = {"PATH": _path(python_venv), "HOME": "/tmp", "LANG": "C.UTF-8", **realise_variables(conda),
            **{key: str(value) for key, value in settings.DOCKYARD_ENVIRONMENT_PIP.items() if key.startswith("PIP_")}}
     return Sandbox((Bind(cache.partial, Path(ROOT), writable=True), *wheels),
-                   settings.DOCKYARD_ENVIRONMENT_NETWORK, env)
+                   run_network or settings.DOCKYARD_ENVIRONMENT_NETWORK, env)
 
 
 def _local_find_links() -> list[str]:

@@ -39,6 +39,16 @@ def entry_of(workspace, conda=CONDA) -> environments.Entry:
     return environments.entry(environments.workspace_key(workspace), check_conda_file(conda))
 
 
+@pytest.mark.parametrize("run_network, admin_switch, network", [
+    (False, False, False), (True, False, True), (False, True, True)])
+def test_the_realisation_has_a_network_only_where_the_run_may(settings, workspace, cache, run_network, admin_switch,
+                                                              network):
+    settings.DOCKYARD_ENVIRONMENT_NETWORK = admin_switch  # pip fetches URLs the tenant chose: no more reach than its job
+    conda = check_conda_file(CONDA)
+    box = environments._realisation(conda, entry_of(workspace), None, run_network)
+    assert box.network is network
+
+
 def test_a_conda_file_is_realised_then_reused_read_only(worker, owner_api, workspace, cache):  # noqa: F811
     first = submit(owner_api, command=COMMAND, environment={"conda_file": CONDA})
     job = ended(owner_api, first, timeout=180)

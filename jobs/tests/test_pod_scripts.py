@@ -108,8 +108,10 @@ def run_sidecar(script: str, rank: str) -> subprocess.CompletedProcess:
     try:
         out, err = process.communicate(timeout=60)
     finally:
-        if process.poll() is None:
+        try:  # the whole group: a `sleep` the shell started just as SIGTERM came would outlive it (a pod's would not)
             os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     return subprocess.CompletedProcess(process.args, process.returncode, first + out, err)
 
 

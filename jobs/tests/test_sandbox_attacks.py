@@ -187,10 +187,15 @@ NETWORK = ("import socket\n"
            "print('interfaces', *sorted(open('/proc/net/dev').read().split('\\n', 2)[2].replace(':', ' ').split()[::17]))\n"
            "routes = [line.split() for line in open('/proc/net/route').read().splitlines()[1:]]\n"
            "print('default', *[socket.inet_ntoa(bytes.fromhex(gw)[::-1]) for _, dest, gw, *_ in routes if dest == '00000000'])\n"
+           # 'open' only when the host's own service answers (PostgreSQL's SSLRequest: N/S/E; Redis's PING: +/-):
+           # a network that accepts any outbound connect (an egress proxy) is not the host's loopback
+           "probes = {5432: (bytes.fromhex('0000000804d2162f'), b'NSE'), 6379: (b'PING\\r\\n', b'+-')}\n"
            "for address in ('127.0.0.1', '10.0.2.2'):\n"
-           "    for port in (5432, 6379):\n"
+           "    for port, (probe, answers) in probes.items():\n"
            "        try:\n"
-           "            socket.create_connection((address, port), timeout=3).close(); print(address, port, 'open')\n"
+           "            with socket.create_connection((address, port), timeout=3) as sock:\n"
+           "                sock.sendall(probe); reply = sock.recv(64)\n"
+           "            print(address, port, 'open' if reply[:1] and reply[:1] in answers else 'refused not-the-service')\n"
            "        except OSError as exc:\n"
            "            print(address, port, 'refused', exc.errno)\n")
 

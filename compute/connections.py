@@ -21,9 +21,33 @@ def _credentials(compute: ComputeTarget) -> dict:
     }
 
 
+# Properties key of a compute cluster (amlcompute): the name of the `kubernetes` compute of its workspace it lives on.
+HOST_KEY = "kubernetes_compute"
+
+
+def host_attachment(compute: ComputeTarget) -> ComputeTarget | None:
+    """The `kubernetes` compute whose credentials and namespace act for `compute`: itself, or the attachment a compute
+    cluster names (None when that is gone). Read once per record object."""
+    if compute.type == ComputeType.KUBERNETES:
+        return compute
+    if "_host_attachment" not in compute.__dict__:
+        name = compute.properties.get(HOST_KEY)
+        compute.__dict__["_host_attachment"] = ComputeTarget.objects.select_related("cluster").filter(
+            workspace_id=compute.workspace_id, type=ComputeType.KUBERNETES, name=name).first() if name else None
+    return compute.__dict__["_host_attachment"]
+
+
+def namespace_of(compute: ComputeTarget) -> str:
+    """The namespace a compute's work goes to: its attachment's."""
+    host = host_attachment(compute) or compute
+    return host.properties.get("namespace", "default")
+
+
 def connection_for(compute: ComputeTarget) -> Connection:
-    """The attachment's own connection: every call made for it uses its own credentials, never another's."""
-    return connection(compute.properties.get("server", ""), **_credentials(compute))
+    """The attachment's own connection: every call made for it uses its own credentials, never another's (a compute
+    cluster acts with the credentials of the attachment it lives on)."""
+    host = host_attachment(compute) or compute
+    return connection(host.properties.get("server", ""), **_credentials(host))
 
 
 def proven_attachments(cluster: Cluster):

@@ -53,6 +53,9 @@ class ComputeTarget(Reconciled):
     secrets_encrypted = models.TextField(blank=True, default="")
     secret_fields = models.JSONField(default=list, blank=True)
     cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.SET_NULL, related_name="computes")
+    # What reconcile last observed outside the database (a compute cluster's engine, pool and node counts); written
+    # only when it changed, so a steady resync writes nothing.
+    status = models.JSONField(default=dict, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

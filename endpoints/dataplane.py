@@ -9,7 +9,7 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from compute.connections import connection_for
+from compute.connections import connection_for, namespace_of
 from compute.runners import local as runner
 from compute.runners import unix_http
 from controlplane.kube import client as kube
@@ -82,7 +82,7 @@ def forward(deployment: OnlineDeployment, body: bytes, content_type: str) -> Ans
         except (OSError, http.client.HTTPException):
             raise ScoringError(502, "DeploymentUnreachable", f"Deployment '{deployment.name}' is not answering (restarting?).") from None
         return Answer(status, kind, content, deployment.name)
-    namespace = endpoint.compute.properties.get("namespace", "default")
+    namespace = namespace_of(endpoint.compute)
     service = deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
     try:
         status, kind, content = kube.proxy_post(connection_for(endpoint.compute), namespace, service, 80, "score", body, headers, _timeout(deployment))
@@ -130,7 +130,7 @@ def kube_logs(deployment: OnlineDeployment, lines: int) -> str:
     """The last lines of each replica's server log."""
     endpoint = deployment.endpoint
     conn = connection_for(endpoint.compute)
-    namespace = endpoint.compute.properties.get("namespace", "default")
+    namespace = namespace_of(endpoint.compute)
     name = deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
     parts = []
     for pod in kube.list_objects(conn, "v1", "Pod", namespace, f"dockyard.dev/online-deployment={name}"):

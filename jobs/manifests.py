@@ -192,11 +192,11 @@ def job_manifest(*, spec: dict, job_name: str, namespace: str, workspace: str, s
     if delivery:
         _with_delivery(pod_spec, spec, job_name, delivery, indexed=distributed)
     with_environment(pod_spec, spec["environment"].get("conda_file"))  # realised before the command runs
-    if shape.selector:
-        pod_spec["nodeSelector"] = shape.selector
+    template_metadata = {"labels": object_labels}
+    shape.pod_placement(pod_spec, template_metadata)
     if distributed:
         pod_spec["subdomain"] = job_name  # with the headless Service: <job>-<index>.<job> resolves to each pod
-    job_spec = {"backoffLimit": 0, "template": {"metadata": {"labels": object_labels}, "spec": pod_spec}}
+    job_spec = {"backoffLimit": 0, "template": {"metadata": template_metadata, "spec": pod_spec}}
     if distributed:
         job_spec.update(completionMode="Indexed", completions=nodes, parallelism=nodes)
     if spec.get("limits", {}).get("timeout"):

@@ -104,7 +104,8 @@ def imports_of(path: Path) -> set[str]:
 # nothing from outside the standard library at all.
 PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kube/objects.py",
         "controlplane/kube/quantities.py", "controlplane/kube/pods.py", "controlplane/kube/errors.py",
-        "controlplane/kube/paths.py", "controlplane/kube/resources.py", "compute/vmsizes.py", "compute/capabilities.py",
+        "controlplane/kube/paths.py", "controlplane/kube/resources.py", "compute/vmsizes/__init__.py", "compute/vmsizes/series.py", "compute/vmsizes/sizes.py",
+        "compute/capabilities.py", "compute/pools.py",
         "compute/manifests.py",
         "compute/shapes.py", "compute/spec/__init__.py", "compute/spec/fields.py", "compute/spec/forms.py",
         "compute/spec/rules.py", "compute/spec/kinds.py", "compute/spec/instances.py", "compute/spec/attached.py",

@@ -4,7 +4,7 @@ Kubernetes writes a GPU count among a container's limits (`nvidia.com/gpu`, neve
 apart, as a whole number, so that cpu and memory limits are always quantity strings. `split_gpu` is the one place
 that takes it out of a limits map and `container_resources` the one place that puts it back.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .objects import GPU
 from .quantities import cpu_millicores, memory_bytes
@@ -32,6 +32,8 @@ class Shape:
 
     `limits` holds cpu and memory; the GPU count is `gpu`. `extension_selector` is the compute attachment's own
     selector, which every pod must match too (`selector` is the pair, the seed's AND); it is empty until `on` sets it.
+    A shape on a compute cluster's pool also carries the toleration of the pool's taint and the pod annotations that
+    keep the autoscaler from disrupting the pod (`in_pool`).
     """
 
     name: str
@@ -40,6 +42,8 @@ class Shape:
     limits: dict[str, str] = field(default_factory=dict)
     gpu: int = 0
     extension_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[dict, ...] = ()
+    pod_annotations: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):  # copies: never the caller's dicts themselves (a record's JSON fields, say)
         setattr_ = object.__setattr__
@@ -47,6 +51,8 @@ class Shape:
         setattr_(self, "requests", dict(self.requests or {}))
         setattr_(self, "limits", dict(self.limits or {}))
         setattr_(self, "extension_selector", dict(self.extension_selector or {}))
+        setattr_(self, "tolerations", tuple(dict(item) for item in self.tolerations or ()))
+        setattr_(self, "pod_annotations", dict(self.pod_annotations or {}))
 
     @classmethod
     def from_spec(cls, name: str, spec: dict | None) -> "Shape":
@@ -58,7 +64,23 @@ class Shape:
 
     def on(self, extension_selector: dict[str, str] | None) -> "Shape":
         """This shape on a compute attachment whose own node selector is `extension_selector`."""
-        return Shape(self.name, self.node_selector, self.requests, self.limits, self.gpu, extension_selector)
+        return replace(self, extension_selector=extension_selector)
+
+    def in_pool(self, node_selector: dict[str, str], tolerations: tuple[dict, ...] = (),
+                pod_annotations: dict[str, str] | None = None) -> "Shape":
+        """This shape on a node pool: the pool's selector added to its own, its taint tolerated, `pod_annotations` set."""
+        return replace(self, node_selector={**self.node_selector, **node_selector},
+                       tolerations=(*self.tolerations, *tolerations),
+                       pod_annotations={**self.pod_annotations, **(pod_annotations or {})})
+
+    def pod_placement(self, pod_spec: dict, template_metadata: dict) -> None:
+        """Write the shape's node selector, tolerations and pod annotations into a pod template (in place)."""
+        if self.selector:
+            pod_spec["nodeSelector"] = self.selector
+        if self.tolerations:
+            pod_spec["tolerations"] = [dict(item) for item in self.tolerations]
+        if self.pod_annotations:
+            template_metadata["annotations"] = {**template_metadata.get("annotations", {}), **self.pod_annotations}
 
     @property
     def selector(self) -> dict[str, str]:

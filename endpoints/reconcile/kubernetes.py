@@ -4,7 +4,7 @@ import time
 from django.conf import settings
 
 from assets import delivery
-from compute.connections import connection_for
+from compute.connections import connection_for, namespace_of
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.pods import pending_reason
@@ -34,7 +34,7 @@ LOOK_EVERY = 3.0
 
 def _names(deployment: OnlineDeployment) -> tuple[str, str]:
     endpoint = deployment.endpoint
-    return endpoint.compute.properties.get("namespace", "default"), deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
+    return namespace_of(endpoint.compute), deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
 
 
 def render(deployment: OnlineDeployment) -> list[dict]:
@@ -154,7 +154,7 @@ def observe_rollout(live: dict, pods: list[dict], deployment: OnlineDeployment) 
 def reconcile_route(endpoint: OnlineEndpoint) -> dict:
     """The HTTPRoute with the traffic weights when the Gateway API is installed; says why not otherwise."""
     conn = connection_for(endpoint.compute)
-    namespace = endpoint.compute.properties.get("namespace", "default")
+    namespace = namespace_of(endpoint.compute)
     name = endpoint_object_name(endpoint.workspace.name, endpoint.name)
     if kube.get(conn, "apiextensions.k8s.io/v1", "CustomResourceDefinition", HTTPROUTE_CRD) is None:
         return {"state": "Unavailable", "reason": "The cluster has no Gateway API (HTTPRoute CRD): Dockyard's score URL routes the traffic.", "manifest": None}
@@ -176,5 +176,5 @@ def reconcile_route(endpoint: OnlineEndpoint) -> dict:
 
 def delete_route(endpoint: OnlineEndpoint) -> None:
     conn = connection_for(endpoint.compute)
-    namespace = endpoint.compute.properties.get("namespace", "default")
+    namespace = namespace_of(endpoint.compute)
     kube.delete(conn, HTTPROUTE_API, "HTTPRoute", endpoint_object_name(endpoint.workspace.name, endpoint.name), namespace)

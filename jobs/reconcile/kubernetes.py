@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from assets import delivery
-from compute.connections import connection_for
+from compute.connections import connection_for, namespace_of
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.objects import managed_selector
@@ -42,7 +42,7 @@ class Unobservable:
 
 
 def _namespace(job: Job) -> str:
-    return job.compute.properties.get("namespace", "default")
+    return namespace_of(job.compute)
 
 
 def render(job: Job) -> list[dict] | None:
@@ -179,7 +179,7 @@ def stop_kubernetes(job: Job) -> bool:
 def observe_compute(compute, jobs: list[Job]) -> dict[int, tuple]:
     """One LIST of Jobs and one of pods for the compute: {job id: (Observed, pods)} for the given jobs."""
     conn = connection_for(compute)
-    namespace = compute.properties.get("namespace", "default")
+    namespace = namespace_of(compute)
     selector = managed_selector("job")
     live = {item["metadata"]["name"]: item for item in kube.list_objects(conn, "batch/v1", "Job", namespace, selector)}
     pods_by_job: dict[str, list[dict]] = {}

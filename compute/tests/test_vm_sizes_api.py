@@ -1,0 +1,77 @@
+"""The VM-size catalog's sizes: `vm_size_list` and the API's size rows (each series' `sizes`, one size's page)."""
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from compute import selectors, vmsizes
+
+DS3 = {
+    "name": "Standard_DS3_v2", "series": "DSv2", "category": "general_purpose", "vcpus": 4, "memory_gib": 14,
+    "gpus": 0, "gpu_model": None, "retired": False, "supported_in": ["compute_cluster", "compute_instance"],
+    "shape": {"requests": {"cpu": "3310m", "memory": "8965Mi"},
+              "limits": {"cpu": "3310m", "memory": "8965Mi", "nvidia.com/gpu": None}},
+}
+
+
+def names(**filters) -> list[str]:
+    return [row["name"] for row in selectors.vm_size_list(**filters)]
+
+
+def test_vm_size_list_has_every_size_by_series_then_size():
+    rows = selectors.vm_size_list()
+    assert len(rows) == len(vmsizes.SIZES)
+    assert next(row for row in rows if row["name"] == "Standard_DS3_v2") == DS3
+    series_order = [series.name for series in vmsizes.SERIES]
+    assert [row["series"] for row in rows] == sorted((row["series"] for row in rows), key=series_order.index)
+    dsv2 = names(series="DSv2")
+    # by vCPUs, then memory
+    assert dsv2[:6] == ["Standard_DS1_v2", "Standard_DS11-1_v2", "Standard_DS12-1_v2", "Standard_DS2_v2",
+                        "Standard_DS11_v2", "Standard_DS12-2_v2"]
+    assert dsv2[-1] == "Standard_DS15_v2"
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({"series": "NDasrA100_v4"}, ["Standard_ND96asr_v4"]),
+        ({"series": "nda100_v4"}, ["Standard_ND96asr_v4"]),  # the seed's CUDA-table alias, any case
+        ({"series": "NCT4_v3"}, ["Standard_NC4as_T4_v3", "Standard_NC8as_T4_v3", "Standard_NC16as_T4_v3",
+                                 "Standard_NC64as_T4_v3"]),
+        ({"series": "NCadsA100_v4", "gpu": True}, ["Standard_NC24ads_A100_v4", "Standard_NC48ads_A100_v4",
+                                                   "Standard_NC96ads_A100_v4"]),
+        ({"series": "NCadsA100_v4", "gpu": False}, []),
+        ({"series": "FX", "supported_in": "compute_instance"}, []),
+        ({"series": "FX", "supported_in": "compute_cluster"}, ["Standard_FX4mds", "Standard_FX12mds", "Standard_FX24mds",
+                                                               "Standard_FX36mds", "Standard_FX48mds"]),
+        ({"series": "Zv9"}, []),
+        ({"supported_in": "somewhere"}, []),
+    ],
+)
+def test_vm_size_list_filters(filters, expected):
+    assert names(**filters) == expected
+
+
+def test_vm_size_list_gpu_filter_splits_the_sizes():
+    gpu, cpu = selectors.vm_size_list(gpu=True), selectors.vm_size_list(gpu=False)
+    assert len(gpu) + len(cpu) == len(vmsizes.SIZES)
+    assert all(row["gpus"] > 0 and row["shape"]["limits"]["nvidia.com/gpu"] == row["gpus"] for row in gpu)
+    assert all(row["gpus"] == 0 and row["gpu_model"] is None for row in cpu)
+
+
+def test_vm_size_list_retired_follows_the_date(monkeypatch):
+    monkeypatch.setattr(selectors, "timezone", SimpleNamespace(now=lambda: datetime(2024, 1, 1, tzinfo=UTC)))
+    rows = {row["name"]: row for row in selectors.vm_size_list(series="Av1") + selectors.vm_size_list(series="NC")}
+    assert rows["Standard_A2"]["retired"] is False and rows["Standard_NC6"]["retired"] is True
+    assert rows["Standard_A1"]["shape"] is None
+
+
+@pytest.mark.parametrize("spelling", ["Standard_NC6s_v3", "standard_nc6s_v3", "STANDARD_NC6S_V3", "NC6s_v3"])
+def test_vm_size_get_any_spelling(spelling):
+    row = selectors.vm_size_get(name=spelling)
+    assert (row["name"], row["series"], row["gpus"], row["gpu_model"]) == ("Standard_NC6s_v3", "NCv3", 1, "NVIDIA V100")
+
+
+@pytest.mark.parametrize("name", ["Standard_DS7_v2", "Standard_Q99", ""])
+def test_vm_size_get_unknown(name):
+    assert selectors.vm_size_get(name=name) is None

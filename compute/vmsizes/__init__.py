@@ -20,5 +20,6 @@ from .series import (  # noqa: F401
     size_row,
     size_rows,
     sizes_of,
+    unknown_size,
 )
 from .sizes import INSTANCE_TYPE_LABEL, SIZES, VmSize, size_shape, vm_size  # noqa: F401

@@ -124,7 +124,7 @@ def size_problem(size: str, target: str, today: date) -> str | None:
     series = series_of_size(size)
     kind = "compute clusters" if target == CLUSTER else "compute instances"
     if series is None:
-        return f"'{size}' is not a VM size of a series Dockyard supports; see GET /api/v1/vm-sizes/ for the list."
+        return unknown_size(size)
     if series.retired_on and series.retired_on <= today:
         return (
             f"'{size}' belongs to the {series.name} series, retired on {series.retired_on.isoformat()}; "
@@ -132,7 +132,7 @@ def size_problem(size: str, target: str, today: date) -> str | None:
         )
     if target not in series.supported_in:
         return f"The {series.name} series is not supported for {kind}; it is available for compute clusters only."
-    return _shape_problem(size, series)
+    return _shape_problem(size)
 
 
 def sizes_of(series: Series) -> list[VmSize]:
@@ -140,17 +140,24 @@ def sizes_of(series: Series) -> list[VmSize]:
     return [size for size in SIZES if series_of_size(size.name) is series]
 
 
-def _shape_problem(size: str, series: Series) -> str | None:
+def unknown_size(size: str) -> str:
+    """Why the catalog does not list a size, naming close sizes of its series when the series is known."""
+    series = series_of_size(size)
+    if series is None:
+        return f"'{size}' is not a VM size of a series Dockyard supports; see GET /api/v1/vm-sizes/ for the list."
+    spelled = {known.name.lower(): known.name for known in sizes_of(series)}
+    close = get_close_matches(canonical_key(size), list(spelled), n=3, cutoff=0)
+    suggestion = f" Close sizes: {', '.join(spelled[key] for key in close)}." if close else ""
+    return (
+        f"'{size}' is not a size of the {series.name} series that Dockyard knows: a compute needs the size's "
+        f"vCPUs, memory and GPUs to size its pods.{suggestion}"
+    )
+
+
+def _shape_problem(size: str) -> str | None:
     """Why a size of a known series has no shape: the table does not list it, or it leaves a pod nothing."""
     if vm_size(size) is None:
-        names = [known.name for known in sizes_of(series)]
-        close = get_close_matches(canonical_key(size), [name.lower() for name in names], n=3, cutoff=0) if names else []
-        spelled = {name.lower(): name for name in names}
-        suggestion = f" Close sizes: {', '.join(spelled[key] for key in close)}." if close else ""
-        return (
-            f"'{size}' is not a size of the {series.name} series that Dockyard knows: a compute needs the size's "
-            f"vCPUs, memory and GPUs to size its pods.{suggestion}"
-        )
+        return unknown_size(size)
     if size_shape(size) is None:
         return f"'{size}' is too small: nothing is left for a pod after the node's system reserve."
     return None

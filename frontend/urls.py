@@ -3,6 +3,7 @@ from django.urls import include, path
 
 from .views import (
     assets,
+    catalog,
     clusters,
     compute,
     deployments,
@@ -88,6 +89,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tokens/", tokens.tokens, name="tokens"),
+    path("vm-sizes/", catalog.vm_sizes, name="vm-sizes"),
     path("tokens/<int:token_id>/revoke/", tokens.revoke, name="token-revoke"),
     path("users/new/", users.user_create, name="user-create"),
     path("invitation/<str:token>/", users.invitation, name="invitation"),

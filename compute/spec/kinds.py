@@ -190,14 +190,16 @@ AML_REFUSED = {
 
 
 def _host_problem(name: str | None, computes: dict[str, str]) -> str | None:
-    """Why `name` cannot host a compute cluster (None when it can); `computes` are the workspace's {name: type}."""
+    """Why `name` cannot host a compute cluster (None when it can); `computes` are the workspace's {name: type}.
+    No name is fine when the workspace has exactly one kubernetes compute."""
     hosts = sorted(key for key, kind in computes.items() if kind == "kubernetes")
-    listed = f"the kubernetes computes here: {', '.join(hosts)}" if hosts else "this workspace has no kubernetes compute"
     if name is None:
         if not hosts:
             return ("A compute cluster lives on an attached Kubernetes cluster and this workspace has none; attach one "
                     "(type: kubernetes) first, then name it in kubernetes_compute.")
-        return f"Name the kubernetes compute this compute cluster lives on; {listed}."
+        return None if len(hosts) == 1 else (f"Several kubernetes computes could host this compute cluster "
+                                             f"({', '.join(hosts)}); name one in kubernetes_compute.")
+    listed = f"the kubernetes computes here: {', '.join(hosts)}" if hosts else "this workspace has no kubernetes compute"
     if name not in computes:
         return f"There is no compute named '{name}' in this workspace; {listed}."
     if computes[name] != "kubernetes":
@@ -233,11 +235,6 @@ class AmlCompute(ComputeKind):
         """The kubernetes compute named, or the workspace's only one when none is named (Azure ML's files name none)."""
         computes = checks.workspace_computes()
         message = _host_problem(name, computes)
-        if message is None and name is None:
-            hosts = [key for key, kind in computes.items() if kind == "kubernetes"]
-            if len(hosts) == 1:
-                return hosts[0]
-            message = f"Several kubernetes computes could host this compute cluster ({', '.join(sorted(hosts))}); name one."
         if message:
             raise problem("kubernetes_compute", message)
-        return name
+        return name or next(key for key, kind in computes.items() if kind == "kubernetes")

@@ -202,8 +202,7 @@ def delete_compute_cluster(compute: ComputeTarget) -> bool:
         return True  # nothing of it was ever applied with credentials that still exist
     conn = connection_for(host)
     pool = pool_of(compute, host)
-    kube.delete(conn, "apps/v1", "Deployment", pool.name, pool.namespace)
-    owned = [(NODEPOOL_API_VERSION, "NodePool", pool.name, None)]
+    owned = [("apps/v1", "Deployment", pool.name, pool.namespace), (NODEPOOL_API_VERSION, "NodePool", pool.name, None)]
     if host.properties.get("cluster_api"):
         owned.append((MACHINEDEPLOYMENT_API_VERSION, "MachineDeployment", pool.name, host.properties["cluster_api"]["namespace"]))
     for where in owned:  # a kind the cluster does not serve answers 404: nothing to delete there

@@ -96,9 +96,13 @@ def _refusals(claims: list[dict], live: dict | None) -> list[str]:
 
 
 def _target(seen: Observed, pool: str, nodes: list[dict]) -> int:
-    """The nodes the autoscaler is after: its live claims (Karpenter) or the replicas it set (Cluster API)."""
+    """The nodes the autoscaler is after: its live claims and any live node no claim names (Karpenter), or the
+    replicas it set (Cluster API)."""
     if seen.claims is not None:
-        return len([claim for claim in seen.claims.get(pool, []) if not _deleting(claim)])
+        claims = seen.claims.get(pool, [])
+        claimed = {(claim.get("status") or {}).get("nodeName") for claim in claims}
+        unclaimed = [node for node in nodes if node["metadata"]["name"] not in claimed and not _deleting(node)]
+        return len([claim for claim in claims if not _deleting(claim)]) + len(unclaimed)
     live = seen.pools.get(pool) or {}
     replicas = (live.get("spec") or {}).get("replicas")
     return replicas if isinstance(replicas, int) else len(nodes)

@@ -74,6 +74,42 @@ def sync_cluster(self, cluster_id: int) -> None:
         reconcile_cluster_instance_types.delay(cluster_id, behind[start:start + BATCH])
 
 
+def pool_batch(task, host_id: int | None, ids: list[int]) -> None:
+    """Reconcile a batch of one attachment's compute clusters that are behind or failed, under their row locks: one
+    discovery and one LIST per kind for all, an apply each, one UPDATE of the statuses. A transient cluster error
+    keeps what was written and retries the batch."""
+    failure = None
+    with transaction.atomic():
+        rows = ComputeTarget.objects.select_for_update(skip_locked=True, of=("self",)).select_related("workspace")
+        records = list(rows.filter(pk__in=ids, type=ComputeType.AMLCOMPUTE).exclude(
+            provisioning_state=ProvisioningState.DELETING).order_by("pk"))
+        host = ComputeTarget.objects.filter(pk=host_id).select_related("cluster").first() if host_id else None
+        try:
+            if records:
+                reconcile.reconcile_compute_clusters(host, records, changed={record.pk for record in records})
+        except KubeTransient as exc:
+            failure = exc
+    if failure is not None:
+        raise task.retry(countdown=backoff(task.request.retries, failure.retry_after), exc=failure)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=10)
+def reconcile_compute_clusters(self, host_id: int | None, ids: list[int]) -> None:
+    """Reconcile a batch of one attachment's compute clusters (what a resync found behind or failed)."""
+    pool_batch(self, host_id, ids)
+
+
+def by_host(computes) -> dict[int | None, list[int]]:
+    """Compute clusters' ids by the pk of the kubernetes compute they live on (None: it is gone)."""
+    rows = list(computes.values_list("pk", "workspace_id", f"properties__{HOST_KEY}").order_by("pk"))
+    hosts = dict(((workspace, name), pk) for pk, workspace, name in ComputeTarget.objects.filter(
+        type=ComputeType.KUBERNETES, workspace_id__in={row[1] for row in rows}).values_list("pk", "workspace_id", "name"))
+    groups: dict[int | None, list[int]] = {}
+    for pk, workspace, host in rows:
+        groups.setdefault(hosts.get((workspace, host)), []).append(pk)
+    return groups
+
+
 def observe_batch(host_id: int | None, ids: list[int]) -> None:
     """Observe a batch of one attachment's settled compute clusters under their row locks (busy rows are skipped: a
     reconcile has them). A cluster that does not answer now is looked at again at the next tick."""
@@ -95,13 +131,8 @@ def observe_compute_clusters() -> int:
     refusals; drift re-applied), one task per attachment and BATCH records; returns the number of tasks."""
     settled = ComputeTarget.objects.filter(type=ComputeType.AMLCOMPUTE, provisioning_state=ProvisioningState.SUCCEEDED,
                                            observed_generation=F("generation"))
-    hosts = dict(((workspace, name), pk) for pk, workspace, name in ComputeTarget.objects.filter(
-        type=ComputeType.KUBERNETES, workspace_id__in=settled.values("workspace_id")).values_list("pk", "workspace_id", "name"))
-    groups: dict[int | None, list[int]] = {}
-    for pk, workspace, host in settled.values_list("pk", "workspace_id", f"properties__{HOST_KEY}").order_by("pk"):
-        groups.setdefault(hosts.get((workspace, host)), []).append(pk)
     sent = 0
-    for host_id, ids in groups.items():
+    for host_id, ids in by_host(settled).items():
         for start in range(0, len(ids), BATCH):
             observe_pools.delay(host_id, ids[start:start + BATCH])
             sent += 1
@@ -120,12 +151,20 @@ def resync() -> int:
     due = timezone.now() - timedelta(seconds=settings.DOCKYARD_CLUSTER_CHECK_SECONDS)
     pending = Q(observed_generation__lt=F("generation")) | Q(provisioning_state=ProvisioningState.DELETING)
     check = Q(type=ComputeType.KUBERNETES) & (~Q(provisioning_state=ProvisioningState.SUCCEEDED) | Q(checked_at__lt=due) | Q(checked_at=None))
-    # A compute cluster that failed (no autoscaler on the cluster, its attachment not ready) is tried again.
-    check |= Q(type=ComputeType.AMLCOMPUTE) & ~Q(provisioning_state=ProvisioningState.SUCCEEDED)
-    computes = list(ComputeTarget.objects.filter(pending | check).values_list("pk", flat=True))
+    computes = list(ComputeTarget.objects.filter(pending | check).exclude(
+        Q(type=ComputeType.AMLCOMPUTE) & ~Q(provisioning_state=ProvisioningState.DELETING)).values_list("pk", flat=True))
+    # Compute clusters behind or failed (no autoscaler on the cluster, their attachment not ready): in batches per
+    # attachment, as the instance types are.
+    clusters_behind = ComputeTarget.objects.filter(type=ComputeType.AMLCOMPUTE).exclude(
+        provisioning_state=ProvisioningState.DELETING).filter(
+        Q(observed_generation__lt=F("generation")) | ~Q(provisioning_state=ProvisioningState.SUCCEEDED))
+    batches = [(host_id, ids[start:start + BATCH]) for host_id, ids in by_host(clusters_behind).items()
+               for start in range(0, len(ids), BATCH)]
     clusters = list(Cluster.objects.filter(computes__isnull=False).distinct().values_list("pk", flat=True))
     for pk in computes:
         reconcile_compute.delay(pk)
+    for host_id, ids in batches:
+        reconcile_compute_clusters.delay(host_id, ids)
     for pk in clusters:
         sync_cluster.delay(pk)
-    return len(computes) + len(clusters)
+    return len(computes) + len(batches) + len(clusters)

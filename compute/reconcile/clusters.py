@@ -12,7 +12,7 @@ from django.conf import settings
 
 from controlplane.kube import client as kube
 from controlplane.kube.connection import Connection
-from controlplane.reconciling import ProvisioningState, problem, record_status
+from controlplane.reconciling import ProvisioningState, problem, set_status
 
 from .. import pools
 from ..connections import PROVEN_STATES, connection_for, host_attachment
@@ -58,23 +58,33 @@ def reconcile_compute_cluster(compute: ComputeTarget) -> None:
 
 def reconcile_compute_clusters(host: ComputeTarget | None, computes: list[ComputeTarget], changed: set[int]) -> None:
     """Reconcile compute clusters of one attachment (rows locked by the caller): the pools of `changed` records are
-    applied, the others only when their live object is gone or was edited; every status is written if it changed."""
+    applied, the others only when their live object is gone or was edited; what changed is written in one UPDATE."""
     waiting = _host_problem(host, computes[0] if computes else None)
     if waiting:
-        for compute in computes:
-            record_status(compute, ProvisioningState.FAILED, [waiting], status={})
+        _save([(compute, set_status(compute, ProvisioningState.FAILED, [waiting], status={})) for compute in computes])
         return
     conn = connection_for(host)
     try:
         shared = _attach(host, conn)
     except NoEngine as exc:
-        for compute in computes:
-            _link(compute, host)
-            record_status(compute, ProvisioningState.FAILED, [problem("NoAutoscaler", str(exc))], status={})
+        failed = [problem("NoAutoscaler", str(exc))]
+        _save([(compute, set_status(compute, ProvisioningState.FAILED, failed, status={}, cluster_id=host.cluster_id))
+               for compute in computes])
         return
-    for compute in computes:
-        _link(compute, host)
-        _reconcile_one(shared, compute, compute.pk in changed)
+    written = []
+    try:
+        for compute in computes:
+            written.append((compute, _reconcile_one(shared, compute, compute.pk in changed)))
+    finally:  # what was applied before a transient error is recorded; the rest is retried
+        _save(written)
+
+
+def _save(written: list[tuple[ComputeTarget, list[str]]]) -> None:
+    """One UPDATE for every record whose observed state changed (a steady pass writes nothing)."""
+    changed = [(compute, fields) for compute, fields in written if fields]
+    if changed:
+        fields = sorted({field for _, names in changed for field in names})
+        ComputeTarget.objects.bulk_update([compute for compute, _ in changed], fields)
 
 
 def _host_problem(host: ComputeTarget | None, compute: ComputeTarget | None) -> dict | None:
@@ -87,13 +97,6 @@ def _host_problem(host: ComputeTarget | None, compute: ComputeTarget | None) -> 
         return problem("HostNotReady", f"The kubernetes compute '{host.name}' is {host.provisioning_state}: {why} "
                                        "The compute cluster is made once it passes its checks.")
     return None
-
-
-def _link(compute: ComputeTarget, host: ComputeTarget) -> None:
-    """A compute cluster belongs to the Cluster its attachment was proven on."""
-    if compute.cluster_id != host.cluster_id:
-        compute.cluster_id = host.cluster_id
-        compute.save(update_fields=["cluster"])
 
 
 def engine_of(conn: Connection, host: ComputeTarget) -> str:
@@ -146,22 +149,21 @@ def desired(shared: Attachment, pool: Pool) -> dict:
     return machinedeployment_manifest(pool, shared.host.properties["cluster_api"])
 
 
-def _reconcile_one(shared: Attachment, compute: ComputeTarget, changed: bool) -> None:
-    pool = pool_of(compute, shared.host)
+def _reconcile_one(shared: Attachment, compute: ComputeTarget, changed: bool) -> list[str]:
+    """Apply one pool (if its record changed or its live object drifted) and set its status; the fields changed."""
+    pool, linked = pool_of(compute, shared.host), {"cluster_id": shared.host.cluster_id}
     try:
         manifest = desired(shared, pool)
         if changed or drifted(manifest, shared.seen.pools.get(pool.name)):
             shared.seen.pools[pool.name] = kube.apply(shared.conn, manifest)
         _placeholder(shared, pool, changed)
     except PoolProblem as exc:
-        record_status(compute, ProvisioningState.FAILED, [problem("InvalidPool", str(exc))], status={})
-        return
+        return set_status(compute, ProvisioningState.FAILED, [problem("InvalidPool", str(exc))], status={}, **linked)
     except kube.KubeRejected as exc:
         message = f"The cluster refused the pool ({exc.status}): {exc}"
-        record_status(compute, ProvisioningState.FAILED, [problem("PoolRejected", message)], status={})
-        return
-    record_status(compute, ProvisioningState.SUCCEEDED, [],
-                  status=pool_status(shared.seen, pool.name, pool.max_instances))
+        return set_status(compute, ProvisioningState.FAILED, [problem("PoolRejected", message)], status={}, **linked)
+    status = pool_status(shared.seen, pool.name, pool.max_instances)
+    return set_status(compute, ProvisioningState.SUCCEEDED, [], status=status, **linked)
 
 
 def _placeholder(shared: Attachment, pool: Pool, changed: bool) -> None:

@@ -1,6 +1,8 @@
 """Compute clusters on the fake API server, through the real kubernetes client: the pool objects applied (the fake's
 Karpenter and Cluster API CRDs validate them), the status read back, drift, deletion, and a steady pass that writes
 nothing."""
+from unittest.mock import patch
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -115,8 +117,13 @@ def test_without_an_autoscaler_the_compute_cluster_fails_saying_so_and_recovers_
     (error,) = compute.provisioning_errors
     assert error["code"] == "NoAutoscaler" and "neither Karpenter" in error["message"]
     fake_kube.install_karpenter()
-    assert run(compute).provisioning_state == ProvisioningState.SUCCEEDED  # what the resync's recheck does
-    assert nodepool(fake_kube) is not None
+    host = ComputeTarget.objects.get(name="k8s")
+    with patch.object(tasks.reconcile_compute_clusters, "delay") as sent:
+        tasks.resync()
+    sent.assert_called_once_with(host.pk, [compute.pk])  # a failed compute cluster is tried again, batched per attachment
+    tasks.pool_batch(None, host.pk, [compute.pk])
+    compute.refresh_from_db()
+    assert compute.provisioning_state == ProvisioningState.SUCCEEDED and nodepool(fake_kube) is not None
 
 
 def test_an_attachment_that_failed_its_checks_fails_its_compute_clusters(owner_api, karpenter, fake_kube):

@@ -27,6 +27,7 @@ from bench.support.bootstrap import bootstrap  # noqa: E402
 
 bootstrap(database="postgres://postgres@127.0.0.1:5432/dockyard_bench_cl")
 
+from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
@@ -141,11 +142,17 @@ def reconcile_all(host: ComputeTarget, ids: list[int], run=batched, keep: bool =
 
 
 def manifests_of(host: ComputeTarget, ids: list[int]) -> list[dict]:
-    """What the reconcile applies: each NodePool, the PriorityClass once, each placeholder."""
-    pools = [pool_of(compute, host) for compute in ComputeTarget.objects.filter(pk__in=ids).select_related("workspace")]
-    held = [pool for pool in pools if pool.min_instances]
-    return ([nodepool_manifest(pool) for pool in pools] + [priority_class_manifest()] * bool(held)
-            + [placeholder_manifest(pool, "karpenter", "pause") for pool in held])
+    """What the reconcile applies, in its order: each NodePool, then (min_instances > 0) the PriorityClass the first
+    time and the pool's placeholder. The order matters on the fake: a placeholder's pending pod makes its Karpenter
+    work on every later write."""
+    manifests, priority = [], [priority_class_manifest()]
+    for compute in ComputeTarget.objects.filter(pk__in=ids).select_related("workspace").order_by("pk"):
+        pool = pool_of(compute, host)
+        manifests.append(nodepool_manifest(pool))
+        if pool.min_instances:
+            manifests += [*priority, placeholder_manifest(pool, "karpenter", settings.DOCKYARD_PLACEHOLDER_IMAGE)]
+            priority = []
+    return manifests
 
 
 def raw_apply_all(manifests: list[dict]) -> Stopwatch:
@@ -215,7 +222,7 @@ def report(n: int, a: dict, b: dict) -> list[str]:
     print(f"    raw apply            : {wall['raw']:6.2f} s  (CPU of this process {cpu['raw']:.2f} s)")
     print(f"    reconcile, batched   : {wall['reconcile']:6.2f} s  ratio {ratio:5.2f}x  (CPU {cpu['reconcile']:.2f} s)")
     print(f"    per record (an API change's path, for comparison) : {wall['per-record']:6.2f} s  ratio {per_record_ratio:5.2f}x")
-    calls = ", ".join(f"{verb} {resource or '(discovery)'} x{count}" for (verb, resource), count in sorted(b["calls"].items()))
+    calls = ", ".join(f"{verb or 'get'} {resource or '(discovery)'} x{count}" for (verb, resource), count in sorted(b["calls"].items()))
     print(f"\n(b) one observation pass of the converged set: {calls}; {b['cluster_writes']} cluster writes; "
           f"{len(b['db_writes'])} DB writes ({b['queries']} queries); {b['seconds'] * 1000:.0f} ms")
     for sql in b["db_writes"][:5]:

@@ -52,7 +52,7 @@ def create_compute(workspace, user, compute_type: str = "amlcompute", **override
     """A compute made the way the API makes it (validated, audited); a compute cluster gets a kubernetes compute to
     live on (`host`) when the workspace has none."""
     if compute_type == "amlcompute" and "kubernetes_compute" not in overrides:
-        host(workspace)
+        host(workspace, "k8s-host" if overrides.get("name") == "k8s" else "k8s")
     return compute_create(user=user, workspace=workspace, data=body(compute_type, **overrides))
 
 

@@ -220,8 +220,10 @@ def test_valid_form_creates_the_compute_in_its_tab(owner_client, workspace, comp
     form, tab = VALID_FORMS[compute_type]
     response = owner_client.post(f"/w/team-a/compute/new/{compute_type}/", form)
     assert response.status_code == 302, re.findall(r'invalid-feedback[^>]*>([^<]+)', text(response))
-    # A Kubernetes cluster goes to its own page, which shows the attach checks as they run.
-    landing = f"/w/team-a/compute/{form['name']}/" if compute_type == "kubernetes" else f"/w/team-a/compute/?tab={tab}"
+    # A Kubernetes cluster goes to its own page, which shows the attach checks as they run; a compute cluster to its
+    # own, which shows its nodes.
+    own_page = compute_type in ("kubernetes", "amlcompute")
+    landing = f"/w/team-a/compute/{form['name']}/" if own_page else f"/w/team-a/compute/?tab={tab}"
     assert response["Location"] == landing
     compute = ComputeTarget.objects.get(workspace=workspace, name=form["name"])
     assert compute.type == compute_type and compute.created_by.username == "olivia"

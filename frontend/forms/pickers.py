@@ -1,0 +1,27 @@
+"""The compute-cluster form's pickers: the catalog's VM sizes a cluster can use, the workspace's Kubernetes computes."""
+from compute import selectors, vmsizes
+from controlplane.reconciling import ProvisioningState
+
+
+def size_rows() -> list[dict]:
+    """The catalog's sizes a compute cluster can use today (none retired), each with the words the picker shows and
+    filters on: its category's label, its GPUs in a few words, and the lower-case text the search box matches."""
+    rows = []
+    for row in selectors.vm_size_list(supported_in=vmsizes.CLUSTER):
+        if row["retired"]:
+            continue
+        gpus = f"{row['gpus']} × {row['gpu_model']}" if row["gpus"] else ""
+        words = (row["name"], row["series"], row["gpu_model"] or "", vmsizes.CATEGORIES.get(row["category"], ""))
+        rows.append({**row, "category_label": vmsizes.CATEGORIES.get(row["category"], row["category"]),
+                     "gpu_text": gpus, "search": " ".join(words).lower()})
+    return rows
+
+
+def host_choices(workspace) -> list[tuple[str, str]]:
+    """(name, label) of each Kubernetes compute a cluster can live on; the label says its server and any unsettled state."""
+    choices = []
+    for compute in selectors.kubernetes_compute_list(workspace=workspace):
+        state = "" if compute.provisioning_state == ProvisioningState.SUCCEEDED else f" ({compute.provisioning_state})"
+        server = compute.properties.get("server") or "in-cluster"
+        choices.append((compute.name, f"{compute.name} — {server}{state}"))
+    return choices

@@ -251,9 +251,9 @@ def test_the_compute_page_shows_the_pool_and_polls_it(client_as, owner, workspac
     body = text(client_as("reader").get("/w/team-a/compute/gpu-cluster/"))
     pool = re.search(r'<div id="compute-pool"(.*?)<div class="card mb-4">\s*<div class="card-header">Properties', body, re.S).group(1)
     assert 'hx-get="/w/team-a/compute/gpu-cluster/pool/" hx-trigger="every 2s" hx-swap="outerHTML"' in pool
-    counts = dict(re.findall(r'data-count="(\w+)"><div class="value">(\d+)</div>', pool))
+    counts = dict(re.findall(r'data-count="(\w+)"><div class="pool-stat-value">(\d+)</div>', pool))
     assert counts == {"current": "2", "target": "3", "idle": "1", "max": "3"}
-    assert "Scaling up: the autoscaler is adding nodes" in pool
+    assert "scaling up</span>The autoscaler is adding nodes" in pool
     assert re.search(r"Karpenter NodePool <code>dy-team-a-gpu-cluster</code>", pool)
     assert 'href="/w/team-a/compute/k8s/"' in pool  # the Kubernetes compute it lives on
     assert re.findall(r'<tr data-node="([^"]+)" data-ready="(\w+)" data-idle="(\w+)"', pool) == [
@@ -270,10 +270,11 @@ def test_the_pool_partial_alone_with_the_header_state(client_as, owner, workspac
     compute.save()
     body = text(client_as("reader").get("/w/team-a/compute/gpu-cluster/pool/", HTTP_HX_REQUEST="true"))
     assert body.lstrip().startswith('<div id="compute-pool"') and "<html" not in body
-    assert '<span id="compute-state" hx-swap-oob="true">' in body and 'data-state="Failed"' in body
+    for badge in ("compute-state", "compute-state-row"):
+        assert re.search(rf'<span id="{badge}" hx-swap-oob="true"><span [^>]*data-state="Failed"', body)
     assert "The cluster has neither Karpenter nor Cluster API." in body and "<code>NoAutoscaler</code>" in body
     assert "max_instances (3) reached: 2 jobs wait for a node." in body
-    assert "At its limit" in body and "Cluster API with cluster-autoscaler MachineDeployment" in body
+    assert "at its limit</span>Every node max_instances allows is in use" in body and "Cluster API with cluster-autoscaler MachineDeployment" in body
 
 
 def test_a_pool_not_observed_yet_says_so(client_as, owner, workspace):

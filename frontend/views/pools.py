@@ -15,10 +15,10 @@ ENGINES = {
 }
 # What each scaling state means for work sent to the cluster.
 SCALING = {
-    "steady": "Steady: the pool has the nodes its work needs.",
-    "scaling_up": "Scaling up: the autoscaler is adding nodes for work that waits.",
-    "scaling_down": "Scaling down: nodes idle for longer than the idle time are being removed.",
-    "at_limit": "At its limit: every node max_instances allows is in use; more work waits in the queue.",
+    "steady": "The pool has the nodes its work needs.",
+    "scaling_up": "The autoscaler is adding nodes for work that waits.",
+    "scaling_down": "Nodes idle for longer than the idle time are being removed.",
+    "at_limit": "Every node max_instances allows is in use; more work waits in the queue.",
 }
 POLL_SECONDS = 2
 

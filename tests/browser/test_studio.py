@@ -95,6 +95,8 @@ def test_studio_flow(transactional_db, django_user_model, eager_reconcile, page,
     screenshot(page, "06-cluster-form-error")
     page.get_by_label("Minimum number of nodes").fill("0")
     page.get_by_role("button", name="Create", exact=True).click()
+    expect(page.get_by_role("heading", name="cpu-cluster")).to_be_visible()  # its page, where its nodes show
+    page.locator(".crumbs").get_by_role("link", name="Compute clusters").click()
     expect(page.locator('tr[data-compute="cpu-cluster"]')).to_be_visible()
     expect(page.locator('tr[data-compute="ci-dev"]')).to_have_count(0)
 

@@ -48,8 +48,9 @@ def compute_get(*, workspace: Workspace, name: str) -> ComputeTarget:
 
 
 def vm_series_list(*, series: str = "", category: str = "", gpu: bool | None = None, supported_in: str = "", size: str = "") -> list[dict]:
-    """The VM-size catalog, filtered like the other lists."""
-    rows = vmsizes.series_rows(timezone.now().date())
+    """The VM-size catalog, filtered like the other lists: each series with its sizes."""
+    today = timezone.now().date()
+    rows = vmsizes.series_rows(today)
     wanted_series = vmsizes.series_of_size(size) if size else None
     if size and wanted_series is None:
         return []
@@ -63,7 +64,38 @@ def vm_series_list(*, series: str = "", category: str = "", gpu: bool | None = N
             and (wanted_series is None or row["series"] == wanted_series.name)
         )
 
-    return [row for row in rows if keep(row)]
+    sizes: dict[str, list[dict]] = {}
+    for size_row in vmsizes.size_rows(today):
+        sizes.setdefault(size_row["series"], []).append(size_row)
+    return [{**row, "sizes": sizes.get(row["series"], [])} for row in rows if keep(row)]
+
+
+def _series_matches(row_series: str, wanted: str) -> bool:
+    """A series filter: the series' name or one of its aliases, any case."""
+    found = vmsizes.series_named(wanted)
+    return found is not None and found.name == row_series
+
+
+def vm_size_list(*, supported_in: str = "", gpu: bool | None = None, series: str = "") -> list[dict]:
+    """Every VM size of the catalog with its vCPUs, memory, GPUs and whole-node shape, by series then size; filtered
+    by where its series is supported, by having GPUs, and by series (name or alias, any case)."""
+    return [
+        row for row in vmsizes.size_rows(timezone.now().date())
+        if (not supported_in or supported_in in row["supported_in"])
+        and (gpu is None or (row["gpus"] > 0) == gpu)
+        and (not series or _series_matches(row["series"], series))
+    ]
+
+
+def vm_size_get(*, name: str) -> dict | None:
+    """One size's row (any case, `Standard_` prefix optional), or None when the catalog does not list it."""
+    size = vmsizes.vm_size(name)
+    return vmsizes.size_row(size, timezone.now().date()) if size else None
+
+
+def vm_size_unknown(*, name: str) -> str:
+    """Why the catalog does not list `name` (a sentence naming close sizes of its series)."""
+    return vmsizes.unknown_size(name)
 
 
 def compute_type_list() -> list[dict]:

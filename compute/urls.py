@@ -12,6 +12,7 @@ router.register(
 
 urlpatterns = router.urls + [
     path("vm-sizes/", views.VmSizeView.as_view(), name="vm-sizes"),
+    path("vm-sizes/<str:size>/", views.VmSizeDetailView.as_view(), name="vm-size"),
     path("workspaces/<str:workspace_name>/computes/<str:compute_name>/nodes/", views.NodeView.as_view(), name="nodes"),
     path("compute-types/", views.ComputeTypeView.as_view(), name="compute-types"),
 ]

@@ -14,7 +14,7 @@ from rest_framework import status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from controlplane.api import BadRequest, ETagMixin, PreconditionFailed, etag_of
+from controlplane.api import BadRequest, ETagMixin, NotFound, PreconditionFailed, etag_of
 from controlplane.schema import list_envelope
 from workspaces.views import WorkspaceScopedMixin
 
@@ -29,6 +29,7 @@ from .serializers import (
     LocalComputeSerializer,
     NodeSerializer,
     VmSeriesSerializer,
+    VmSizeSerializer,
 )
 
 # Explicit type -> serializer maps: drf-spectacular cannot read the discriminator value off a ChoiceField.
@@ -124,13 +125,14 @@ class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
 
 class VmSizeView(APIView):
-    """The VM-size catalog (series, category, where supported, GPU architecture, minimum CUDA, retired, isolated)."""
+    """The VM-size catalog (series, category, where supported, GPU architecture, minimum CUDA, retired, isolated),
+    each series with its sizes (vCPUs, memory, GPUs and the shape of a pod that takes a whole node)."""
 
     @extend_schema(
         parameters=[
             OpenApiParameter("series", str), OpenApiParameter("category", str), OpenApiParameter("gpu", bool),
             OpenApiParameter("supported_in", str, enum=["compute_cluster", "compute_instance"]),
-            OpenApiParameter("size", str, description="a VM size name, e.g. Standard_NC6s_v3: its series"),
+            OpenApiParameter("size", str, description="a VM size name, e.g. Standard_NC6s_v3 (any case): its series"),
         ],
         responses=list_envelope(VmSeriesSerializer, "PaginatedVmSeriesList"),
     )
@@ -146,6 +148,22 @@ class VmSizeView(APIView):
         )
         data = VmSeriesSerializer(rows, many=True).data
         return Response({"count": len(data), "next": None, "previous": None, "results": data})
+
+
+class VmSizeDetailView(APIView):
+    """One VM size: its vCPUs, memory, GPUs, series' standing, and the shape of a pod that takes a whole node."""
+
+    @extend_schema(
+        operation_id="vm_size_retrieve",
+        parameters=[OpenApiParameter("size", str, OpenApiParameter.PATH, description="e.g. Standard_DS3_v2 (any case)")],
+        responses=VmSizeSerializer,
+    )
+    def get(self, request, size: str):
+        row = selectors.vm_size_get(name=size)
+        if row is None:
+            raise NotFound(selectors.vm_size_unknown(name=size))
+        data = VmSizeSerializer(row).data
+        return Response(data, headers={"ETag": etag_of(data)})
 
 
 class ComputeTypeView(APIView):

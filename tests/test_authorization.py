@@ -224,6 +224,7 @@ ENDPOINTS = [
     Endpoint("token-delete", "delete", "/api/v1/tokens/{token}/", signed_in(204)),
     Endpoint("users-create", "post", "/api/v1/users/", signed_in_staff(201), {"username": "new-person"}),
     Endpoint("vm-sizes", "get", "/api/v1/vm-sizes/", signed_in(200)),
+    Endpoint("vm-size", "get", "/api/v1/vm-sizes/Standard_DS3_v2/", signed_in(200)),
     Endpoint("compute-types", "get", "/api/v1/compute-types/", signed_in(200)),
     Endpoint("openapi", "get", "/api/v1/openapi.json", PUBLIC),
     Endpoint("docs", "get", "/api/v1/docs/", PUBLIC),

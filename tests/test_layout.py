@@ -105,6 +105,7 @@ def imports_of(path: Path) -> set[str]:
 PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kube/objects.py",
         "controlplane/kube/quantities.py", "controlplane/kube/pods.py", "controlplane/kube/errors.py",
         "controlplane/kube/paths.py", "controlplane/kube/resources.py", "compute/vmsizes/__init__.py", "compute/vmsizes/series.py", "compute/vmsizes/sizes.py",
+        "compute/vmsizes/reserve.py",
         "compute/capabilities.py", "compute/pools.py",
         "compute/manifests.py",
         "compute/shapes.py", "compute/spec/__init__.py", "compute/spec/fields.py", "compute/spec/forms.py",

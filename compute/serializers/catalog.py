@@ -1,4 +1,4 @@
-"""The static catalogs: compute-type capabilities and VM series."""
+"""The static catalogs: compute-type capabilities, VM series and their sizes."""
 from rest_framework import serializers
 
 
@@ -25,6 +25,31 @@ class IsolatedSizeSerializer(serializers.Serializer):
     rdma = serializers.BooleanField()
 
 
+class VmSizeShapeSerializer(serializers.Serializer):
+    requests = serializers.DictField(child=serializers.CharField(), help_text="cpu and memory; equal to the limits")
+    limits = serializers.DictField(help_text="cpu, memory and nvidia.com/gpu (all the node's GPUs, null without)")
+
+
+class VmSizeCompactSerializer(serializers.Serializer):
+    """A size inside its series' row: what the series row does not already say."""
+
+    name = serializers.CharField()
+    vcpus = serializers.IntegerField()
+    memory_gib = serializers.FloatField()
+    gpus = serializers.IntegerField()
+    gpu_model = serializers.CharField(allow_null=True)
+    shape = VmSizeShapeSerializer(allow_null=True, help_text="a pod that takes one whole node; null if it leaves none")
+
+
+class VmSizeSerializer(VmSizeCompactSerializer):
+    """One size with its series' standing."""
+
+    series = serializers.CharField()
+    category = serializers.CharField()
+    retired = serializers.BooleanField()
+    supported_in = serializers.ListField(child=serializers.CharField())
+
+
 class VmSeriesSerializer(serializers.Serializer):
     series = serializers.CharField()
     aliases = serializers.ListField(child=serializers.CharField())
@@ -39,3 +64,4 @@ class VmSeriesSerializer(serializers.Serializer):
     listed_as_supported = serializers.BooleanField()
     isolated_sizes = IsolatedSizeSerializer(many=True)
     size_pattern = serializers.CharField()
+    sizes = VmSizeCompactSerializer(many=True)

@@ -1,4 +1,4 @@
-"""compute/vmsizes.py: size names to series, and which sizes a new compute may use (the seed's tables)."""
+"""compute/vmsizes: size names to series, and which sizes a new compute may use (the seed's tables)."""
 from datetime import date
 
 import pytest
@@ -47,6 +47,9 @@ TODAY = date(2026, 1, 1)
         ("Standard_NC4as_T4_v3", "NCasT4_v3"),
         ("Standard_ND96asr_v4", "NDasrA100_v4"),
         ("Standard_A2", "Av1"),
+        ("Standard_NC24ads_A100_v4", "NCadsA100_v4"),
+        ("Standard_NC80adis_H100_v5", "NCadsH100_v5"),
+        ("Standard_ND96isr_H100_v5", "NDisrH100_v5"),
         # spelling: case, surrounding spaces and a missing prefix do not matter
         ("standard_nc6s_v3", "NCv3"),
         ("  Standard_NC6s_v3 ", "NCv3"),
@@ -89,6 +92,17 @@ def test_series_of_size(size, series):
         ("Standard_HB60rs", CLUSTER, date(2024, 8, 30), None),
         ("Standard_Q99", CLUSTER, TODAY, "'Standard_Q99' is not a VM size of a series Dockyard supports; see GET /api/v1/vm-sizes/ for the list."),
         ("", INSTANCE, TODAY, "is not a VM size of a series Dockyard supports"),
+        # a size of a known series must be in the table: a compute needs its shape
+        ("standard_ds3_v2", CLUSTER, TODAY, None),
+        ("NC6s_v3", INSTANCE, TODAY, None),
+        ("Standard_NC24ads_A100_v4", CLUSTER, TODAY, None),
+        ("Standard_DS7_v2", CLUSTER, TODAY,
+         "'Standard_DS7_v2' is not a size of the DSv2 series that Dockyard knows: a compute needs the size's vCPUs, "
+         "memory and GPUs to size its pods. Close sizes: Standard_DS5_v2, Standard_DS4_v2, Standard_DS3_v2."),
+        ("Standard_NC8s_v3", INSTANCE, TODAY, "not a size of the NCv3 series that Dockyard knows"),
+        ("Standard_NC8s_v3", INSTANCE, TODAY, "Close sizes: Standard_NC6s_v3, "),
+        ("Standard_A1", CLUSTER, date(2024, 1, 1), "'Standard_A1' is too small: nothing is left for a pod"),
+        ("Standard_A2", CLUSTER, date(2024, 1, 1), None),
     ],
 )
 def test_size_problem(size, target, today, problem):

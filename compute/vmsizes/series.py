@@ -5,6 +5,9 @@ Pure data and lookups; no Django. Size names (`Standard_NC6s_v3`) map to a serie
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from difflib import get_close_matches
+
+from .sizes import SIZES, VmSize, canonical_key, size_shape, vm_size
 
 CLUSTER = "compute_cluster"
 INSTANCE = "compute_instance"
@@ -42,7 +45,7 @@ class Series:
     @property
     def listed_as_supported(self) -> bool:
         """In the seed's supported-series table (27 rows), even if retired since."""
-        return self.name not in UNLISTED_RETIRED
+        return self.name not in UNLISTED_RETIRED | ADDED_SERIES
 
 
 SERIES: tuple[Series, ...] = (
@@ -82,8 +85,14 @@ SERIES: tuple[Series, ...] = (
         aliases=("NV Promo",),
     ),
     Series("Av1", "general_purpose", r"A\d+", retired_on=RETIRED_2024),
+    # Series Azure ML's examples use (`Standard_NC24ads_A100_v4`, H100 fine-tuning) that the seed's table predates.
+    # Hopper needs CUDA 11.8 (the first release with its sm_90).
+    Series("NCadsA100_v4", "gpu", r"NC\d+ads_A100_v4", gpu_architecture="Ampere", min_cuda="11.0"),
+    Series("NCadsH100_v5", "gpu", r"NC\d+adi?s_H100_v5", gpu_architecture="Hopper", min_cuda="11.8"),
+    Series("NDisrH100_v5", "gpu", r"ND\d+isr_H100_v5", gpu_architecture="Hopper", min_cuda="11.8"),
 )
 UNLISTED_RETIRED = {"NV_Promo", "Av1"}
+ADDED_SERIES = {"NCadsA100_v4", "NCadsH100_v5", "NDisrH100_v5"}
 
 # Sizes that run alone on their host hardware (the seed's compute-isolation list).
 ISOLATED_SIZES = {
@@ -115,7 +124,7 @@ def size_problem(size: str, target: str, today: date) -> str | None:
     series = series_of_size(size)
     kind = "compute clusters" if target == CLUSTER else "compute instances"
     if series is None:
-        return f"'{size}' is not a VM size of a series Dockyard supports; see GET /api/v1/vm-sizes/ for the list."
+        return unknown_size(size)
     if series.retired_on and series.retired_on <= today:
         return (
             f"'{size}' belongs to the {series.name} series, retired on {series.retired_on.isoformat()}; "
@@ -123,6 +132,34 @@ def size_problem(size: str, target: str, today: date) -> str | None:
         )
     if target not in series.supported_in:
         return f"The {series.name} series is not supported for {kind}; it is available for compute clusters only."
+    return _shape_problem(size)
+
+
+def sizes_of(series: Series) -> list[VmSize]:
+    """The catalog's sizes of a series, in the table's order."""
+    return [size for size in SIZES if series_of_size(size.name) is series]
+
+
+def unknown_size(size: str) -> str:
+    """Why the catalog does not list a size, naming close sizes of its series when the series is known."""
+    series = series_of_size(size)
+    if series is None:
+        return f"'{size}' is not a VM size of a series Dockyard supports; see GET /api/v1/vm-sizes/ for the list."
+    spelled = {known.name.lower(): known.name for known in sizes_of(series)}
+    close = get_close_matches(canonical_key(size), list(spelled), n=3, cutoff=0)
+    suggestion = f" Close sizes: {', '.join(spelled[key] for key in close)}." if close else ""
+    return (
+        f"'{size}' is not a size of the {series.name} series that Dockyard knows: a compute needs the size's "
+        f"vCPUs, memory and GPUs to size its pods.{suggestion}"
+    )
+
+
+def _shape_problem(size: str) -> str | None:
+    """Why a size of a known series has no shape: the table does not list it, or it leaves a pod nothing."""
+    if vm_size(size) is None:
+        return unknown_size(size)
+    if size_shape(size) is None:
+        return f"'{size}' is too small: nothing is left for a pod after the node's system reserve."
     return None
 
 
@@ -130,6 +167,29 @@ def isolated_sizes_of(series: Series) -> list[dict]:
     return [
         {"name": name, **info} for name, info in ISOLATED_SIZES.items() if series_of_size(name) is series
     ]
+
+
+def _retired(series: Series, today: date) -> bool:
+    return bool(series.retired_on and series.retired_on <= today)
+
+
+def size_row(size: VmSize, today: date) -> dict:
+    """A size as the API shows it: its facts, its series' standing, and its whole-node shape (None if too small)."""
+    series = series_of_size(size.name)
+    shape = size_shape(size.name)
+    return {
+        "name": size.name, "series": series.name, "category": series.category,
+        "vcpus": size.vcpus, "memory_gib": size.memory_gib, "gpus": size.gpus, "gpu_model": size.gpu_model,
+        "retired": _retired(series, today), "supported_in": list(series.supported_in),
+        "shape": shape.resources() if shape else None,
+    }
+
+
+def size_rows(today: date) -> list[dict]:
+    """Every size of the catalog, by series (in SERIES order) then by vCPUs, memory and name."""
+    order = {series.name: index for index, series in enumerate(SERIES)}
+    rows = [size_row(size, today) for size in SIZES]
+    return sorted(rows, key=lambda row: (order[row["series"]], row["vcpus"], row["memory_gib"], row["name"]))
 
 
 def series_rows(today: date) -> list[dict]:
@@ -144,7 +204,7 @@ def series_rows(today: date) -> list[dict]:
             "gpu": series.gpu,
             "gpu_architecture": series.gpu_architecture,
             "min_cuda": series.min_cuda,
-            "retired": bool(series.retired_on and series.retired_on <= today),
+            "retired": _retired(series, today),
             "retired_on": series.retired_on,
             "listed_as_supported": series.listed_as_supported,
             "isolated_sizes": isolated_sizes_of(series),

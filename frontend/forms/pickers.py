@@ -1,14 +1,16 @@
 """The compute-cluster form's pickers: the catalog's VM sizes a cluster can use, the workspace's Kubernetes computes."""
+from django.utils import timezone
+
 from compute import selectors, vmsizes
 from controlplane.reconciling import ProvisioningState
 
 
 def size_rows() -> list[dict]:
-    """The catalog's sizes a compute cluster can use today (none retired), each with the words the picker shows and
-    filters on: its category's label, its GPUs in a few words, and the lower-case text the search box matches."""
-    rows = []
+    """The catalog's sizes a compute cluster accepts today (the server's own rule: none retired), each with the words
+    the picker shows and filters on: its category's label, its GPUs in a few words, the lower-case text search matches."""
+    rows, today = [], timezone.now().date()
     for row in selectors.vm_size_list(supported_in=vmsizes.CLUSTER):
-        if row["retired"]:
+        if row["retired"] or vmsizes.size_problem(row["name"], vmsizes.CLUSTER, today):
             continue
         gpus = f"{row['gpus']} × {row['gpu_model']}" if row["gpus"] else ""
         words = (row["name"], row["series"], row["gpu_model"] or "", vmsizes.CATEGORIES.get(row["category"], ""))

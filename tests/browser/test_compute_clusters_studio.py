@@ -58,6 +58,8 @@ def test_create_a_gpu_cluster_and_watch_its_nodes(transactional_db, django_user_
     # Only GPU sizes, then search for a GPU model
     picker = page.locator("[data-size-picker]")
     all_rows = picker.locator("[data-size-row]").count()
+    expect(picker.locator("[data-size-chosen]")).to_contain_text("Standard_DS3_v2 — 4 vCPUs, 14 GiB")  # the default
+    shot(page, "00-size-picker")
     picker.locator('label[for="id_size_kind_gpu"]').click()
     expect(picker.locator('[data-size-row="Standard_DS3_v2"]')).to_be_hidden()
     expect(picker.locator('[data-size-row="Standard_NC6s_v3"]')).to_be_visible()

@@ -129,3 +129,13 @@ def test_create_a_gpu_cluster_and_watch_its_nodes(transactional_db, django_user_
     expect(row).to_contain_text(re.compile(r"Standard_NC6s_v3\s+Low priority\s+0–2"))
     expect(row.locator("[data-scaling]")).to_have_text("at its limit")
     shot(page, "05-clusters-tab")
+
+    # Paste YAML: the file the CLI takes creates the same kind of record (kubernetes_compute left to the server)
+    page.get_by_role("link", name="New").click()
+    page.get_by_role("link", name="Paste YAML").click()
+    page.get_by_label("Compute YAML").fill(
+        "name: cpu-cluster\ntype: amlcompute\nsize: Standard_F4s_v2\nmin_instances: 0\nmax_instances: 4\n")
+    shot(page, "06-paste-yaml")
+    page.get_by_role("button", name="Create", exact=True).click()
+    expect(page.get_by_role("heading", name="cpu-cluster")).to_be_visible()
+    assert ComputeTarget.objects.get(name="cpu-cluster").properties["size"] == "Standard_F4s_v2"

@@ -12,6 +12,7 @@ from .views import (
     instance_types,
     jobs,
     members,
+    pools,
     tokens,
     uploads,
     users,
@@ -27,6 +28,7 @@ workspace_urls = [
     path("compute/<str:name>/delete/", compute.delete, name="compute-delete"),
     # A Kubernetes compute's sections, before the create routes so that a compute called "new" keeps them.
     path("compute/<str:name>/status/", clusters.status, name="cluster-status"),
+    path("compute/<str:name>/pool/", pools.pool, name="compute-pool"),
     path("compute/<str:name>/recheck/", clusters.recheck, name="cluster-recheck"),
     path("compute/<str:name>/nodes/", clusters.nodes, name="cluster-nodes"),
     path("compute/<str:name>/instance-types/", clusters.instance_types, name="instance-types"),
@@ -40,6 +42,7 @@ workspace_urls = [
     path("compute/new/kubernetes/contexts/", clusters.contexts, name="kubeconfig-contexts"),
     path("compute/new/<str:compute_type>/", compute.create, name="compute-create"),
     path("compute/new/<str:compute_type>/preview/", compute.preview, name="compute-preview"),
+    path("compute/new/<str:compute_type>/yaml/", compute.paste, name="compute-paste"),
     path("jobs/", jobs.job_list, name="jobs"),
     # Two-segment paths for submitting, so that a job may be called "new" (its tabs have other names).
     path("jobs/new/form/", jobs.create, name="job-create"),

@@ -21,10 +21,12 @@ from controlplane.reconciling import ProvisioningState
 from workspaces.access import local_compute_allowed
 
 from .fields import BoundField, Field, as_number, errors_by_field, parse_pairs
-from .yaml import as_yaml
+from .pickers import host_choices, size_rows
+from .yaml import as_yaml, pasted_document
 
 HIDDEN = "<hidden>"
 LOCAL = "local"
+SIZE_KINDS = (("all", "All"), ("cpu", "CPU"), ("gpu", "GPU"))  # the size picker's filter
 WEEK_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -58,12 +60,15 @@ TYPE_FIELDS: dict[str, tuple[Field, ...]] = {
         Field("schedule", "Start/stop schedule", "schedule", help="Optional; the CLI can add up to four."),
     ),
     ComputeType.AMLCOMPUTE: (
+        Field("kubernetes_compute", "Kubernetes compute", "host",
+              help="The attached Kubernetes cluster whose autoscaler makes this cluster's nodes."),
         Field("tier", "Virtual machine tier", "select", initial=Tier.DEDICATED,
               choices=((Tier.DEDICATED, "Dedicated"), (Tier.LOW_PRIORITY, "Low priority (may be pre-empted)"))),
-        SIZE,
+        replace(SIZE, kind="size_picker", help="Each node of the cluster is one VM of this size: its vCPUs, memory and GPUs go to one job instance."),
         Field("min_instances", "Minimum number of nodes", "int", initial="0", help="0 lets the cluster scale to zero."),
         Field("max_instances", "Maximum number of nodes", "int", initial="1"),
-        Field("idle_time_before_scale_down", "Idle seconds before scale down", "int", initial="120"),
+        Field("idle_time_before_scale_down", "Idle seconds before scale down", "int", initial="120",
+              help="A node with no job for this long is removed (down to the minimum)."),
     ),
     ComputeType.KUBERNETES: (
         Field("kubeconfig", "Kubeconfig", "secret_text", required=True,
@@ -270,8 +275,33 @@ def body_yaml(compute_type: str, body: dict, secrets_set=()) -> str:
     return as_yaml(shown, text_blocks=False)
 
 
-def initial_data(compute_type: str) -> dict:
-    return {spec.name: spec.initial for spec in fields_for(compute_type) if spec.initial}
+def initial_data(compute_type: str, workspace=None) -> dict:
+    """The form's starting values; a compute cluster starts on the workspace's Kubernetes compute when it has one only."""
+    data = {spec.name: spec.initial for spec in fields_for(compute_type) if spec.initial}
+    if any(spec.kind == "host" for spec in fields_for(compute_type)) and workspace is not None:
+        hosts = host_choices(workspace)
+        if len(hosts) == 1:
+            data["kubernetes_compute"] = hosts[0][0]
+    return data
+
+
+def pasted_body(text: str, compute_type: str) -> dict:
+    """Pasted YAML as one compute's body, of the page's type unless it names its own."""
+    body = pasted_document(text, empty="Paste a compute's YAML: at least `name`.", several="Paste one compute at a time")
+    if not isinstance(body, dict):
+        raise ValueError("The YAML must be a mapping of fields (name, type, size, …).")
+    return {"type": compute_type, **body}
+
+
+def options_for(spec: Field, compute_type: str, workspace) -> tuple[list, list]:
+    """(suggestions, options) of one field: the datalist of a size box, or the rows of a picker."""
+    if spec.kind == "size":
+        return size_suggestions(compute_type), []
+    if spec.kind == "size_picker":
+        return [], size_rows()
+    if spec.kind == "host":
+        return [], host_choices(workspace) if workspace is not None else []
+    return [], []
 
 
 def field_of(target: str) -> str:
@@ -280,7 +310,7 @@ def field_of(target: str) -> str:
     return "schedule" if head == "schedules" else head
 
 
-def bind(compute_type: str, data, errors: list[dict]) -> tuple[list[BoundField], list[dict]]:
+def bind(compute_type: str, data, errors: list[dict], workspace=None) -> tuple[list[BoundField], list[dict]]:
     """Fields with their current values and errors, plus the errors that belong to no field."""
     names = {spec.name for spec in fields_for(compute_type)}
     by_field = errors_by_field(errors, field_of)
@@ -292,8 +322,8 @@ def bind(compute_type: str, data, errors: list[dict]) -> tuple[list[BoundField],
             value = ""  # a secret is never sent back to the browser
         else:
             value = data.get(spec.name, "")
-        suggestions = size_suggestions(compute_type) if spec.kind == "size" else []
-        bound.append(BoundField(spec, value, by_field.get(spec.name, []), suggestions))
+        suggestions, options = options_for(spec, compute_type, workspace)
+        bound.append(BoundField(spec, value, by_field.get(spec.name, []), suggestions, options))
     stray = [row for row in errors if field_of(row["target"]) not in names]
     return bound, stray
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 class Field:
     name: str
     label: str
-    kind: str = "text"  # text | textarea | code | int | select | size | password | secret_text | pairs | schedule | context
+    kind: str = "text"  # text | textarea | code | int | select | size | size_picker | host | password | secret_text | pairs | schedule | context
     required: bool = False  # only marks the label; the serializer decides
     initial: str = ""
     help: str = ""
@@ -20,6 +20,7 @@ class BoundField:
     value: object
     errors: list[str] = field(default_factory=list)
     suggestions: list[tuple[str, str]] = field(default_factory=list)
+    options: list = field(default_factory=list)  # the rows of a picker (size_picker: catalog rows; host: (name, label))
 
 
 def parse_pairs(text: str) -> dict[str, str]:

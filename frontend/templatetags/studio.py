@@ -71,6 +71,15 @@ def summary(compute) -> str:
     return p.get("workspace_url") or p.get("account_name") or p.get("resource_id", "").rsplit("/", 1)[-1]
 
 
+# A compute cluster's `status.scaling` (the reconcile's) in a word or two.
+SCALING_LABELS = {"steady": "steady", "scaling_up": "scaling up", "scaling_down": "scaling down", "at_limit": "at its limit"}
+
+
+@register.filter
+def scaling_label(scaling: str) -> str:
+    return SCALING_LABELS.get(scaling, scaling or "")
+
+
 @register.filter
 def show(value) -> str:
     """A property value in one line: maps as key=value, structures as compact JSON, nothing as an em dash."""

@@ -13,8 +13,8 @@ from compute.serializers import SERIALIZERS
 from controlplane.reconciling import ProvisioningState
 
 from ..forms import compute as compute_form
-from . import clusters
-from .common import USER_ERRORS, error_rows, require, workspace_page
+from . import clusters, pools
+from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
 
 TAB_LABELS = {
     "instances": "Compute instances",
@@ -23,7 +23,7 @@ TAB_LABELS = {
     "attached": "Attached computes",
 }
 # The column that tells records of a tab apart at a glance.
-TAB_SUMMARY = {"instances": "Size", "clusters": "Size and nodes", "kubernetes": "Cluster", "attached": "Target"}
+TAB_SUMMARY = {"instances": "Size", "clusters": "", "kubernetes": "Cluster", "attached": "Target"}  # clusters: own columns
 TAB_OF_TYPE = {compute_type: tab for tab, types in STUDIO_TABS.items() for compute_type in types}
 # Page titles keep the proper nouns of the type labels.
 CREATE_TITLES = {
@@ -67,14 +67,15 @@ def hub(request, ws):
     return render(request, template, context)
 
 
-def form_context(compute_type: str, data, errors: list[dict], files=None) -> dict:
-    fields, stray = compute_form.bind(compute_type, data, errors)
+def form_context(workspace, compute_type: str, data, errors: list[dict], files=None) -> dict:
+    fields, stray = compute_form.bind(compute_type, data, errors, workspace)
     body, _ = compute_form.compute_body(compute_type, data, files or {})
     context = {
         "compute_type": compute_type, "title": CREATE_TITLES[compute_type], "fields": fields,
         "stray_errors": stray, "yaml": compute_form.body_yaml(compute_type, body),
         "description": capabilities.BY_TYPE[compute_type].description,
-        "verb": "Create" if managed(compute_type) else "Attach", "week_days": compute_form.WEEK_DAYS,
+        "verb": "Create" if managed(compute_type) else "Attach", "week_days": compute_form.WEEK_DAYS, "mode": "form",
+        "size_kinds": compute_form.SIZE_KINDS,
     }
     if compute_type == ComputeType.KUBERNETES:
         context.update(compute_form.context_choices(body.get("kubeconfig") or "", data.get("context", "")))
@@ -93,7 +94,7 @@ def create(request, ws, compute_type):
     context = workspace_page(request, ws)
     require(request.user, context["workspace"], "manage")
     compute_type = known_type(compute_type)
-    data, errors, files = compute_form.initial_data(compute_type), [], {}
+    data, errors, files = compute_form.initial_data(compute_type, context["workspace"]), [], {}
     if request.method == "POST":
         data, files = request.POST, request.FILES
         body, errors = compute_form.compute_body(compute_type, request.POST, request.FILES)
@@ -103,13 +104,49 @@ def create(request, ws, compute_type):
             except USER_ERRORS as exc:
                 errors = error_rows(exc, target="name")  # a bare conflict is about the name
             else:
-                done = "created" if managed(compute.type) else "attached"
-                messages.success(request, f"{ComputeType(compute.type).label} {compute.name} is being {done}.")
-                if compute.type == ComputeType.KUBERNETES:  # its page shows the attach checks as they run
-                    return redirect("frontend:compute-detail", ws=ws, name=compute.name)
-                return redirect(hub_url(ws, TAB_OF_TYPE[compute.type]))
+                return created(request, compute)
     tab = TAB_OF_TYPE[compute_type]
-    context.update(form_context(compute_type, data, errors, files), nav="compute", tab=tab, tab_label=TAB_LABELS[tab])
+    context.update(form_context(context["workspace"], compute_type, data, errors, files), nav="compute", tab=tab,
+                   tab_label=TAB_LABELS[tab])
+    return render(request, "frontend/compute/create.html", context)
+
+
+# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes.
+OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE)
+
+
+def created(request, compute: ComputeTarget):
+    """Where a new compute sends the user: its own page where that shows it settling, else its tab of the hub."""
+    done = "created" if managed(compute.type) else "attached"
+    messages.success(request, f"{ComputeType(compute.type).label} {compute.name} is being {done}.")
+    ws = compute.workspace.name
+    if compute.type in OWN_PAGE_TYPES:
+        return redirect("frontend:compute-detail", ws=ws, name=compute.name)
+    return redirect(hub_url(ws, TAB_OF_TYPE[compute.type]))
+
+
+@login_required
+def paste(request, ws, compute_type):
+    """Paste (or upload) a compute's YAML, the file the CLI's `compute create -f` takes, and create it as is."""
+    context = workspace_page(request, ws)
+    require(request.user, context["workspace"], "manage")
+    compute_type = known_type(compute_type)
+    text, errors = "", []
+    if request.method == "POST":
+        def create_from(text):
+            body = compute_form.pasted_body(text, compute_type)
+            return services.compute_create(user=request.user, workspace=context["workspace"], data=body)
+
+        text, compute, errors = paste_submit(request, create_from)
+        if not errors:
+            return created(request, compute)
+    tab = TAB_OF_TYPE[compute_type]
+    context.update(
+        nav="compute", tab=tab, tab_label=TAB_LABELS[tab], compute_type=compute_type, title=CREATE_TITLES[compute_type],
+        description=capabilities.BY_TYPE[compute_type].description, verb="Create" if managed(compute_type) else "Attach",
+        mode="yaml", yaml_text=text, yaml_errors=errors,
+        example=compute_form.body_yaml(compute_type, compute_form.compute_body(compute_type, compute_form.initial_data(compute_type), {})[0]),
+    )
     return render(request, "frontend/compute/create.html", context)
 
 
@@ -148,6 +185,8 @@ def detail(request, ws, name):
     )
     if compute.type == ComputeType.KUBERNETES:
         return clusters.page(request, context, compute, "overview")
+    if compute.type == ComputeType.AMLCOMPUTE:
+        context.update(pools.pool_context(compute))
     return render(request, "frontend/compute/detail.html", context)
 
 

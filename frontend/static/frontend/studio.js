@@ -11,9 +11,11 @@ document.addEventListener("click", async (event) => {
   const button = event.target.closest("[data-copy]");
   if (!button) return;
   const field = document.getElementById(button.dataset.copy);
-  field.select();
+  const text = "value" in field ? field.value : field.textContent; // an input, or a <code> block such as the YAML
+  if ("select" in field) field.select();
+  else window.getSelection().selectAllChildren(field);
   try {
-    await navigator.clipboard.writeText(field.value);
+    await navigator.clipboard.writeText(text);
   } catch {
     document.execCommand("copy");
   }
@@ -284,3 +286,60 @@ document.addEventListener("change", (event) => {
   if (event.target.matches("[data-upload-folder]")) folderPicked(field, event.target);
   else if (event.target.matches("[data-upload-archive]")) archivePicked(field, event.target);
 });
+
+// Size pickers: <div data-size-picker> holds radio rows (data-size-row, data-gpu, data-search, data-summary), a
+// CPU/GPU switch (data-size-kind) and a search box (data-size-search). Filtering only hides rows: a chosen size stays
+// chosen. The filters stop their events here, so the form's YAML preview does not refresh for them.
+function filterSizes(picker) {
+  const kind = picker.querySelector("[data-size-kind]:checked")?.value || "all";
+  const words = picker.querySelector("[data-size-search]").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  let shown = 0;
+  for (const row of picker.querySelectorAll("[data-size-row]")) {
+    const fits = (kind === "all" || (kind === "gpu") === (row.dataset.gpu === "1"))
+      && words.every((word) => row.dataset.search.includes(word));
+    row.hidden = !fits;
+    if (fits) shown += 1;
+  }
+  picker.querySelector("[data-size-count]").textContent = `${shown} size${shown === 1 ? "" : "s"}`;
+  picker.querySelector("[data-size-none]").hidden = shown > 0;
+}
+
+function showChosenSize(picker) {
+  const radio = picker.querySelector("[data-size-row] input:checked");
+  const chosen = picker.querySelector("[data-size-chosen]");
+  if (!radio) return;
+  const row = radio.closest("[data-size-row]");
+  chosen.replaceChildren("Selected: ");
+  const name = document.createElement("span");
+  name.className = "font-monospace fw-semibold";
+  name.textContent = radio.value;
+  chosen.append(name, ` — ${row.dataset.summary}`);
+}
+
+function setUpSizePicker(picker) {
+  for (const filter of picker.querySelectorAll("[data-size-kind], [data-size-search]")) {
+    for (const type of ["input", "change"]) {
+      filter.addEventListener(type, (event) => {
+        event.stopPropagation();
+        filterSizes(picker);
+      });
+    }
+  }
+  // A click anywhere on a row picks its size (the radio's change event refreshes the YAML).
+  picker.addEventListener("click", (event) => {
+    const row = event.target.closest("[data-size-row]");
+    const radio = row?.querySelector("input[type=radio]");
+    if (!radio || event.target === radio || event.target.closest("label")) return;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+  });
+  picker.addEventListener("change", (event) => {
+    if (event.target.closest("[data-size-row]")) showChosenSize(picker);
+  });
+  showChosenSize(picker);
+  const checked = picker.querySelector("[data-size-row] input:checked")?.closest("tr");
+  const wrap = picker.querySelector(".size-table-wrap");
+  if (checked) wrap.scrollTop = checked.offsetTop - wrap.clientHeight / 2;
+}
+
+htmx.onLoad((root) => root.querySelectorAll("[data-size-picker]").forEach(setUpSizePicker));

@@ -8,6 +8,7 @@ from compute.connections import connection_for, namespace_of
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.pods import pending_reason
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import ProvisioningState, problem, record_status
 
 from ..manifests import (
@@ -28,6 +29,7 @@ from ..manifests import (
     snapshots_label,
 )
 from ..models import OnlineDeployment, OnlineEndpoint
+from ..spec.placement import instance_shape
 
 LOOK_EVERY = 3.0
 
@@ -35,6 +37,15 @@ LOOK_EVERY = 3.0
 def _names(deployment: OnlineDeployment) -> tuple[str, str]:
     endpoint = deployment.endpoint
     return namespace_of(endpoint.compute), deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
+
+
+def placement_shape(deployment: OnlineDeployment) -> Shape | None:
+    """Where the pods go: a managed deployment's placement (a compute cluster's pool, or nodes of its size on a
+    Kubernetes compute), else its instance type on the endpoint's compute."""
+    endpoint = deployment.endpoint
+    if deployment.placement:
+        return instance_shape(deployment.placement, endpoint.compute.properties.get("node_selector") or {})
+    return instance_type_shape(compute=endpoint.compute, name=deployment.instance_type)
 
 
 def render(deployment: OnlineDeployment) -> list[dict]:
@@ -45,14 +56,14 @@ def render(deployment: OnlineDeployment) -> list[dict]:
     """
     endpoint = deployment.endpoint
     namespace, name = _names(deployment)
-    shape = instance_type_shape(compute=endpoint.compute, name=deployment.instance_type)
+    shape = placement_shape(deployment)
     scale = deployment.spec["scale_settings"]
     common = {"name": name, "namespace": namespace, "workspace": endpoint.workspace.name, "endpoint": endpoint.name}
     replicas = None if scale["type"] == "target_utilization" else deployment.instance_count
     manifests = [
         service_manifest(**common, deployment=deployment.name),
         deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources,
-                            node_selector=shape.selector if shape else {}, replicas=replicas,
+                            placement=shape, replicas=replicas,
                             fetch_image=settings.DOCKYARD_FETCH_IMAGE),
     ]
     if scale["type"] == "target_utilization":

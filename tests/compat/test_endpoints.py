@@ -188,7 +188,7 @@ def test_a_gpu_limit_above_the_instance_types_is_refused_and_cpu_keeps_its_headr
     ("request_settings: {max_queue_wait_ms: 500}", "request_settings.max_queue_wait_ms", "no request queue"),
     ("model_mount_path: /var/mountpath", "model_mount_path", "registered or uploaded model"),
     ("data_collector: {collections: {model_inputs: {enabled: 'True'}}}", "data_collector", "Data collection"),
-    ("egress_public_network_access: disabled", "egress_public_network_access", "managed online deployment"),
+    ("egress_public_network_access: disabled", "egress_public_network_access", "network policies"),
     ("scale_settings: {type: manual}", "scale_settings.type", "default or target_utilization"),
 ])
 def test_deployment_fields_dockyard_cannot_honour_are_refused_with_the_reason(owner_api, endpoint, extra, target, reason):
@@ -201,7 +201,7 @@ def test_deployment_fields_dockyard_cannot_honour_are_refused_with_the_reason(ow
 def test_a_managed_deployment_is_refused_on_a_kubernetes_endpoint(owner_api, endpoint):
     document = deployment_yaml().replace("type: kubernetes", "type: Managed")
     error = assert_error(post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", document), 400, "InvalidDeployment", "type")
-    assert "Azure's own servers" in error["details"][0]["message"]
+    assert "managed endpoint (one without compute)" in error["details"][0]["message"]
 
 
 def test_an_mlflow_model_type_in_capitals_is_read_as_azure_ml_reads_it(owner_api, endpoint):

@@ -160,3 +160,21 @@ def test_deployment_list_queries_stay_bounded(api, workspace, owner, k8s, django
     with django_assert_max_num_queries(8):
         response = api.get(f"{BASE}/my-ep/deployments/")
     assert sorted(row["placement"]["compute"] for row in response.json()["results"]) == ["cluster-0"] * 3
+
+
+def test_the_studio_shows_where_a_managed_endpoint_and_its_deployments_run(api, workspace, owner, k8s):
+    from django.test import Client
+    from django.urls import reverse
+
+    compute_cluster(workspace, owner, "cpu-cluster", idle=1, current=1)
+    managed_endpoint(api)
+    client = Client()
+    client.force_login(owner)
+    page = client.get(reverse("frontend:endpoint", args=[workspace.name, "my-ep"])).content.decode()
+    assert "managed" in page and "not placed yet" in page
+    form = client.get(reverse("frontend:deployment-create", args=[workspace.name, "my-ep"])).content.decode()
+    assert f'value="{DS3}"' in form and "none (local)" not in form
+    assert post(api, managed_deployment()).status_code == 201
+    page = client.get(reverse("frontend:endpoint", args=[workspace.name, "my-ep"])).content.decode()
+    assert 'id="endpoint-placement"' in page and "on Kubernetes compute" in page
+    assert 'data-placement="cpu-cluster"' in page and "Managed: placed on compute cluster &#x27;cpu-cluster&#x27;" in page

@@ -4,7 +4,9 @@ import time
 from django.conf import settings
 
 from assets import delivery
+from compute.choices import ComputeType
 from compute.connections import connection_for, namespace_of
+from compute.models import ComputeTarget
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.pods import pending_reason
@@ -128,8 +130,24 @@ def reconcile_kube_deployment(deployment: OnlineDeployment) -> float | None:
         return None
     pods = kube.list_objects(conn, "v1", "Pod", live[1]["metadata"]["namespace"], f"dockyard.dev/online-deployment={live[1]['metadata']['name']}")
     state, errors, status = observe_rollout(live[1], pods, deployment)
+    if state not in (ProvisioningState.SUCCEEDED, ProvisioningState.FAILED):
+        status["reason"] = _placement_gone(deployment) or status["reason"]
     record_status(deployment, state, errors, status=status, manifests=manifests)
     return None if state in (ProvisioningState.SUCCEEDED, ProvisioningState.FAILED) else LOOK_EVERY
+
+
+def _placement_gone(deployment: OnlineDeployment) -> str:
+    """Why a managed deployment's pods cannot start: the compute cluster it was placed on is gone ("" otherwise; asked
+    only while the rollout waits, so a settled deployment costs no query)."""
+    placement = deployment.placement
+    if placement.get("compute_type") != "amlcompute":
+        return ""
+    there = ComputeTarget.objects.filter(workspace_id=deployment.endpoint.workspace_id, name=placement["compute"],
+                                         type=ComputeType.AMLCOMPUTE).exclude(provisioning_state=ProvisioningState.DELETING)
+    if there.exists():
+        return ""
+    return (f"Compute cluster '{placement['compute']}' this deployment was placed on is gone or being deleted: send the "
+            f"deployment again (PATCH) to place it on another compute cluster of size {placement['instance_type']}.")
 
 
 def observe_rollout(live: dict, pods: list[dict], deployment: OnlineDeployment) -> tuple[str, list, dict]:

@@ -109,3 +109,16 @@ def test_the_endpoint_routes_on_the_attachment_its_first_deployment_fixed(owner_
     endpoint.refresh_from_db()
     assert endpoint.provisioning_state == "Succeeded"
     assert endpoint.status["route"]["state"] == "Unavailable"  # the fake has no Gateway API until installed
+
+
+def test_a_deployment_whose_compute_cluster_is_gone_says_so_and_is_placed_anew_when_sent_again(owner_api, workspace, owner,
+                                                                                                fake):
+    compute_cluster(workspace, owner)
+    shown = deploy(owner_api)
+    ComputeTarget.objects.filter(name="cpu-cluster").update(provisioning_state="Deleting")
+    compute_cluster(workspace, owner, "other-cluster")
+    row = look()
+    assert "Compute cluster 'cpu-cluster' this deployment was placed on is gone" in row.status["reason"], row.status
+    response = owner_api.patch(f"{BASE}/adder/deployments/blue", shown, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["placement"]["compute"] == "other-cluster"

@@ -122,3 +122,36 @@ def test_a_deployment_whose_compute_cluster_is_gone_says_so_and_is_placed_anew_w
     response = owner_api.patch(f"{BASE}/adder/deployments/blue", shown, format="json")
     assert response.status_code == 200, response.json()
     assert response.json()["placement"]["compute"] == "other-cluster"
+
+
+def nodepool(pool: str) -> dict:
+    """A minimal valid karpenter.sh/v1 NodePool for the pool, as the compute cluster's reconcile declares one."""
+    taint = pools.pool_toleration(pool)
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool}, "spec": {
+        "template": {"metadata": {"labels": {pools.COMPUTE_TAINT_KEY: pool}}, "spec": {
+            "nodeClassRef": {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "default"},
+            "requirements": [{"key": SIZE_LABEL, "operator": "In", "values": [DS3]},
+                             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+            "taints": [{key: taint[key] for key in ("key", "value", "effect")}], "expireAfter": "Never"}},
+        "limits": {"nodes": "2"}, "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "120s"}}}
+
+
+def test_a_managed_deployment_lands_on_a_node_karpenter_launches_for_its_pool(owner_api, workspace, owner, fake):
+    fake.install_karpenter(launch_seconds=30)
+    pool = compute_cluster(workspace, owner)
+    fake.create(nodepool(pool))
+    fake.create(nodepool(pools.pool_name("team-b", "cpu-cluster")))  # another workspace's pool of the size: not ours
+    assert deploy(owner_api, instance_count=2)["placement"]["capacity"] == "can_scale"
+    row = look()
+    assert row.status["state"] == "RollingOut"
+    claims = fake.list("nodeclaims", group="karpenter.sh")
+    assert len(claims) == 2 and {claim["metadata"]["labels"]["karpenter.sh/nodepool"] for claim in claims} == {pool}
+    fake.advance(30)  # the nodes come up; the pods bind and start
+    fake.advance(2)
+    row = look()
+    assert row.provisioning_state == "Succeeded", (row.provisioning_state, row.status)
+    nodes = {node["metadata"]["name"]: node["metadata"]["labels"] for node in fake.list("nodes")}
+    placed = [pod["spec"]["nodeName"] for pod in pods_of(fake)]
+    assert len(set(placed)) == 2  # one whole node per instance
+    for name in placed:
+        assert nodes[name][pools.KARPENTER_POOL_LABEL] == pool and nodes[name][SIZE_LABEL] == DS3

@@ -3,6 +3,7 @@ from assets.specs.pods import fetch_init_container
 from assets.specs.realise import startup_probe, with_environment
 from assets.specs.snapshots import upload_sha256
 from controlplane.kube.objects import labels, object_name
+from controlplane.kube.resources import Shape
 from endpoints.model_spec import is_stored, model_dir
 
 SERVER_PORT = 5001  # azureml-inference-server-http's default port
@@ -124,10 +125,12 @@ def _with_conda(pod_spec: dict, spec: dict) -> None:
 
 
 def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str, endpoint: str,
-                        resources: dict, node_selector: dict, replicas: int | None, fetch_image: str | None = None) -> dict:
-    """The Deployment running the inference server with the deployment's resources, probes and selector.
+                        resources: dict, placement: Shape | None, replicas: int | None, fetch_image: str | None = None) -> dict:
+    """The Deployment running the inference server with the deployment's resources, probes and placement.
 
-    `replicas` None leaves the count to an HPA (the field is then not ours).
+    `placement` is the instance type's Shape: its node selector, and on a compute cluster's pool the pool's toleration
+    and the do-not-disrupt annotation (`Shape.pod_placement`). `replicas` None leaves the count to an HPA (the field is
+    then not ours).
     """
     object_labels = labels("online-deployment", workspace=workspace, endpoint=endpoint, deployment=spec["name"])
     selector = {"dockyard.dev/online-deployment": name}
@@ -148,8 +151,8 @@ def deployment_manifest(*, spec: dict, name: str, namespace: str, workspace: str
     fetched = fetched_snapshots(spec) if fetch_image else {}
     template_metadata = {"labels": {**object_labels, **selector},
                          **({"annotations": {SNAPSHOTS_ANNOTATION: snapshots_label(fetched)}} if fetched else {})}
-    if node_selector:
-        pod_spec["nodeSelector"] = dict(node_selector)
+    if placement is not None:
+        placement.pod_placement(pod_spec, template_metadata)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -21,8 +21,11 @@ class OnlineEndpoint(Reconciled):
     description = models.TextField(blank=True)
     tags = models.JSONField(default=dict, blank=True)
     auth_mode = models.CharField(max_length=16, choices=AuthMode.choices, default=AuthMode.KEY)
-    compute_name = models.CharField(max_length=64)  # "local" or a kubernetes compute's name
+    # "local", a kubernetes compute's name, or "" for a managed endpoint. `compute` is the Kubernetes attachment it runs
+    # on: the named one, or for a managed endpoint the one its first deployment was placed on (none before that).
+    compute_name = models.CharField(max_length=64, blank=True)
     compute = models.ForeignKey(ComputeTarget, null=True, blank=True, on_delete=models.PROTECT, related_name="online_endpoints")
+    placement = models.JSONField(default=dict, blank=True)  # managed: the attachment chosen and why
     traffic = models.JSONField(default=dict, blank=True)
     mirror_traffic = models.JSONField(default=dict, blank=True)
     extra = models.JSONField(default=dict, blank=True)  # Azure ML fields kept as given (identity, public_network_access)
@@ -44,6 +47,15 @@ class OnlineEndpoint(Reconciled):
     def __str__(self):
         return f"{self.workspace_id}/{self.name}"
 
+    @property
+    def is_managed(self) -> bool:
+        """No compute named: Dockyard places its deployments on compute clusters of their VM size."""
+        return self.compute_name == ""
+
+    @property
+    def is_local(self) -> bool:
+        return self.compute_name == "local"
+
 
 class OnlineDeployment(Reconciled):
     """One model server behind an endpoint: its spec, the resources it resolved to, and what runs."""
@@ -54,6 +66,7 @@ class OnlineDeployment(Reconciled):
     instance_type = models.CharField(max_length=253)
     resources = models.JSONField(default=dict)  # the container's requests/limits after the seed's rules
     instance_count = models.PositiveIntegerField(default=1)
+    placement = models.JSONField(default=dict, blank=True)  # managed: the compute, size, pool and why (spec.placement)
     # Local: host, pid, port, restarts. Kubernetes: object names.
     runner = models.JSONField(default=dict, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -4,11 +4,14 @@ import json
 from django.db import connections, router
 from django.db.models import Prefetch, QuerySet
 
+from compute.choices import ComputeType
+from compute.connections import HOST_KEY
 from compute.models import ComputeTarget
 from controlplane.reconciling import ProvisioningState
 from workspaces.models import Workspace
 
 from .models import OnlineDeployment, OnlineEndpoint
+from .spec.placement import AMLCOMPUTE, Candidate
 
 
 def endpoint_none() -> QuerySet[OnlineEndpoint]:
@@ -23,6 +26,24 @@ def endpoint_list(*, workspace: Workspace) -> QuerySet[OnlineEndpoint]:
 
 def endpoint_get(*, workspace: Workspace, name: str) -> OnlineEndpoint:
     return OnlineEndpoint.objects.select_related("workspace", "compute", "compute__cluster", "created_by").get(workspace=workspace, name=name)
+
+
+def placement_candidates(*, workspace: Workspace) -> list[Candidate]:
+    """The workspace's compute clusters and Kubernetes computes as a managed deployment's placement sees them (one
+    query: the clusters' nodes come with their Kubernetes computes)."""
+    computes = (ComputeTarget.objects.filter(workspace=workspace, type__in=(ComputeType.AMLCOMPUTE, ComputeType.KUBERNETES))
+                .exclude(provisioning_state=ProvisioningState.DELETING).select_related("cluster").order_by("name"))
+    return [_candidate(compute) for compute in computes]
+
+
+def _candidate(compute: ComputeTarget) -> Candidate:
+    properties = compute.properties
+    if compute.type == AMLCOMPUTE:
+        return Candidate(compute.name, AMLCOMPUTE, properties.get(HOST_KEY) or "", compute.provisioning_state,
+                         properties.get("size") or "", int(properties.get("max_instances") or 1), compute.status or {})
+    nodes = tuple(compute.cluster.nodes) if compute.cluster_id else ()
+    return Candidate(compute.name, compute.type, compute.name, compute.provisioning_state, nodes=nodes,
+                     node_selector=properties.get("node_selector") or {})
 
 
 def deployment_none() -> QuerySet[OnlineDeployment]:

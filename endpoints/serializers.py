@@ -13,10 +13,18 @@ def scoring_uri(endpoint: OnlineEndpoint, request=None) -> str:
     return request.build_absolute_uri(path) if request is not None else path
 
 
+def compute_reference(endpoint: OnlineEndpoint) -> str | None:
+    """As written: 'local', 'azureml:<kubernetes compute>', or None for a managed endpoint (its placement says where)."""
+    if endpoint.is_local or endpoint.is_managed:
+        return endpoint.compute_name or None
+    return f"azureml:{endpoint.compute_name}"
+
+
 def endpoint_as_dict(endpoint: OnlineEndpoint, request=None, detail: bool = False) -> dict:
     body = {
         "name": endpoint.name, "description": endpoint.description, "tags": endpoint.tags, "auth_mode": endpoint.auth_mode,
-        "compute": "local" if endpoint.compute_name == "local" else f"azureml:{endpoint.compute_name}",
+        "compute": compute_reference(endpoint),
+        **({"placement": endpoint.placement} if endpoint.is_managed else {}),
         "traffic": endpoint.traffic, "mirror_traffic": endpoint.mirror_traffic, **endpoint.extra,
         "scoring_uri": scoring_uri(endpoint, request),
         "provisioning_state": endpoint.provisioning_state, "provisioning_errors": endpoint.provisioning_errors,
@@ -38,6 +46,7 @@ def deployment_as_dict(deployment: OnlineDeployment, detail: bool = False) -> di
         # a local deployment has no instance type (its process runs on the Dockyard host): null, as the studio shows
         "instance_type": deployment.instance_type or None, "instance_count": deployment.instance_count,
         "resources": deployment.resources,
+        **({"placement": deployment.placement} if deployment.placement else {}),
         "provisioning_state": deployment.provisioning_state, "provisioning_errors": deployment.provisioning_errors,
         "status": deployment.status,
         "created_by": deployment.created_by.username if deployment.created_by else None,
@@ -49,14 +58,17 @@ def deployment_as_dict(deployment: OnlineDeployment, detail: bool = False) -> di
 
 
 class OnlineEndpointSerializer(serializers.Serializer):
-    """An Azure ML online endpoint; writes go through endpoints/spec.py."""
+    """An Azure ML online endpoint; writes go through endpoints/spec/."""
 
     name = serializers.CharField(help_text="3–32 letters, digits or '-', starting with a letter.")
     description = serializers.CharField(required=False)
     tags = serializers.DictField(child=serializers.CharField(), required=False)
     auth_mode = serializers.CharField(default="key", help_text="key or aml_token, in any case Azure ML reads (Key, AMLToken).")
     public_network_access = serializers.CharField(required=False, help_text="enabled only (no private endpoints).")
-    compute = serializers.CharField(help_text="'local' or 'azureml:<kubernetes compute>'.")
+    compute = serializers.CharField(required=False, allow_null=True, help_text="'local' or 'azureml:<kubernetes compute>'; "
+                                    "left out (null) for a managed endpoint, which Dockyard places.")
+    placement = serializers.DictField(read_only=True, help_text="Managed endpoints only: kubernetes_compute (the attachment "
+                                      "its first deployment fixed; null before), fixed_by and reason.")
     traffic = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=100), required=False,
                                     help_text="deployment → percent; totals 0 or 100; names existing deployments.")
     mirror_traffic = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=50), required=False)
@@ -81,11 +93,12 @@ class OnlineEndpointCreatedSerializer(OnlineEndpointSerializer):
 
 
 class OnlineDeploymentSerializer(serializers.Serializer):
-    """An Azure ML Kubernetes online deployment; writes go through endpoints/spec.py and the seed's rules."""
+    """An Azure ML Kubernetes or managed online deployment; writes go through endpoints/spec/ and the seed's rules."""
 
     name = serializers.CharField()
     endpoint_name = serializers.CharField(required=False)
-    type = serializers.CharField(required=False, help_text="kubernetes (any case, as Azure ML reads it); managed is refused on Kubernetes.")
+    type = serializers.CharField(required=False, help_text="kubernetes on a Kubernetes endpoint, managed on a managed one "
+                                 "(any case, as Azure ML reads it).")
     model = serializers.JSONField(required=False, help_text="azureml:<name>:<version> (or @latest: shown as {reference, "
                                   "name, version, type, path}), or {path: azureml://uploads/<sha256>, type: "
                                   "custom_model|mlflow_model}, or a path on the host (local) or in the image.")
@@ -96,7 +109,8 @@ class OnlineDeploymentSerializer(serializers.Serializer):
     environment = serializers.DictField(help_text="{image, conda_file} on Kubernetes; {venv} optional for local.")
     environment_variables = serializers.DictField(child=serializers.CharField(), required=False)
     instance_type = serializers.CharField(required=False, allow_null=True,
-                                          help_text="defaultinstancetype when omitted; null on a local deployment (it has none).")
+                                          help_text="Kubernetes: an instance type (defaultinstancetype when omitted); managed: "
+                                                    "a VM size (required), e.g. Standard_DS3_v2; null on a local deployment.")
     instance_count = serializers.IntegerField(required=False, min_value=1, default=1)
     resources = serializers.DictField(required=False, help_text="{requests: {cpu, memory}, limits: {cpu, memory, nvidia.com/gpu}}")
     liveness_probe = serializers.DictField(required=False)
@@ -107,6 +121,9 @@ class OnlineDeploymentSerializer(serializers.Serializer):
     provisioning_state = serializers.CharField(read_only=True)
     provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
     status = serializers.DictField(read_only=True)
+    placement = serializers.DictField(read_only=True, help_text="Managed deployments only: compute, compute_type "
+                                      "(amlcompute or kubernetes), kubernetes_compute, instance_type, capacity (fits_now, "
+                                      "can_scale, at_limit, fits_nodes), engine and pool (a compute cluster's), reason.")
     created_by = serializers.CharField(read_only=True, allow_null=True)
     created_on = serializers.DateTimeField(read_only=True)
     updated_on = serializers.DateTimeField(read_only=True)

@@ -19,7 +19,7 @@ from jobs import spec as job_spec
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Fields accepted but not acted on"
 SHOWN_ONLY = {"$schema", "name", "display_name", "description", "tags", "experiment_name"}
-ACTING_MODULES = ("manifests.py", "services.py", "selectors.py", "files.py", "dataplane.py", "reconcile/", "runners/")
+ACTING_MODULES = ("manifests.py", "services.py", "services/", "selectors.py", "files.py", "dataplane.py", "reconcile/", "runners/")
 
 
 def job_fields() -> set[str]:

@@ -4,10 +4,13 @@ import time
 from django.conf import settings
 
 from assets import delivery
+from compute.choices import ComputeType
 from compute.connections import connection_for, namespace_of
+from compute.models import ComputeTarget
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.pods import pending_reason
+from controlplane.kube.resources import Shape
 from controlplane.reconciling import ProvisioningState, problem, record_status
 
 from ..manifests import (
@@ -28,6 +31,7 @@ from ..manifests import (
     snapshots_label,
 )
 from ..models import OnlineDeployment, OnlineEndpoint
+from ..spec.placement import instance_shape
 
 LOOK_EVERY = 3.0
 
@@ -35,6 +39,15 @@ LOOK_EVERY = 3.0
 def _names(deployment: OnlineDeployment) -> tuple[str, str]:
     endpoint = deployment.endpoint
     return namespace_of(endpoint.compute), deployment_object_name(endpoint.workspace.name, endpoint.name, deployment.name)
+
+
+def placement_shape(deployment: OnlineDeployment) -> Shape | None:
+    """Where the pods go: a managed deployment's placement (a compute cluster's pool, or nodes of its size on a
+    Kubernetes compute), else its instance type on the endpoint's compute."""
+    endpoint = deployment.endpoint
+    if deployment.placement:
+        return instance_shape(deployment.placement, endpoint.compute.properties.get("node_selector") or {})
+    return instance_type_shape(compute=endpoint.compute, name=deployment.instance_type)
 
 
 def render(deployment: OnlineDeployment) -> list[dict]:
@@ -45,14 +58,14 @@ def render(deployment: OnlineDeployment) -> list[dict]:
     """
     endpoint = deployment.endpoint
     namespace, name = _names(deployment)
-    shape = instance_type_shape(compute=endpoint.compute, name=deployment.instance_type)
+    shape = placement_shape(deployment)
     scale = deployment.spec["scale_settings"]
     common = {"name": name, "namespace": namespace, "workspace": endpoint.workspace.name, "endpoint": endpoint.name}
     replicas = None if scale["type"] == "target_utilization" else deployment.instance_count
     manifests = [
         service_manifest(**common, deployment=deployment.name),
         deployment_manifest(**common, spec=deployment.spec, resources=deployment.resources,
-                            node_selector=shape.selector if shape else {}, replicas=replicas,
+                            placement=shape, replicas=replicas,
                             fetch_image=settings.DOCKYARD_FETCH_IMAGE),
     ]
     if scale["type"] == "target_utilization":
@@ -117,8 +130,24 @@ def reconcile_kube_deployment(deployment: OnlineDeployment) -> float | None:
         return None
     pods = kube.list_objects(conn, "v1", "Pod", live[1]["metadata"]["namespace"], f"dockyard.dev/online-deployment={live[1]['metadata']['name']}")
     state, errors, status = observe_rollout(live[1], pods, deployment)
+    if state not in (ProvisioningState.SUCCEEDED, ProvisioningState.FAILED):
+        status["reason"] = _placement_gone(deployment) or status["reason"]
     record_status(deployment, state, errors, status=status, manifests=manifests)
     return None if state in (ProvisioningState.SUCCEEDED, ProvisioningState.FAILED) else LOOK_EVERY
+
+
+def _placement_gone(deployment: OnlineDeployment) -> str:
+    """Why a managed deployment's pods cannot start: the compute cluster it was placed on is gone ("" otherwise; asked
+    only while the rollout waits, so a settled deployment costs no query)."""
+    placement = deployment.placement
+    if placement.get("compute_type") != "amlcompute":
+        return ""
+    there = ComputeTarget.objects.filter(workspace_id=deployment.endpoint.workspace_id, name=placement["compute"],
+                                         type=ComputeType.AMLCOMPUTE).exclude(provisioning_state=ProvisioningState.DELETING)
+    if there.exists():
+        return ""
+    return (f"Compute cluster '{placement['compute']}' this deployment was placed on is gone or being deleted: send the "
+            f"deployment again (PATCH) to place it on another compute cluster of size {placement['instance_type']}.")
 
 
 def observe_rollout(live: dict, pods: list[dict], deployment: OnlineDeployment) -> tuple[str, list, dict]:

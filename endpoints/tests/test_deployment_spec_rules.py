@@ -290,8 +290,8 @@ def test_deployment_other_fields_refused(fields, target):
 
 @pytest.mark.parametrize("fields, target, words", [
     ({"data_collector": {"collections": {}}}, "data_collector", "log inputs and outputs"),
-    ({"egress_public_network_access": "disabled"}, "egress_public_network_access", "managed online deployment"),
-    ({"private_network_connection": True}, "private_network_connection", "managed online deployment"),
+    ({"egress_public_network_access": "disabled"}, "egress_public_network_access", "network policies"),
+    ({"private_network_connection": True}, "private_network_connection", "no private endpoints"),
     ({"request_settings": {"max_queue_wait_ms": 500}}, "request_settings.max_queue_wait_ms", "no request queue"),
     ({"scale_settings": {"type": "target_utilization", "polling_interval": 1}}, "scale_settings.polling_interval",
      "horizontal-pod-autoscaler-sync-period"),

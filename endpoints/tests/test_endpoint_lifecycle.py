@@ -134,7 +134,6 @@ BAD_ENDPOINT_CREATES = [
     pytest.param({"name": "e" * 33, "compute": "local"}, "InvalidEndpoint", ["name"], id="name-too-long"),
     pytest.param({"name": "1ep", "compute": "local"}, "InvalidEndpoint", ["name"], id="name-starts-with-a-digit"),
     pytest.param({"name": "my_ep", "compute": "local"}, "InvalidEndpoint", ["name"], id="name-underscore"),
-    pytest.param({"name": "my-ep"}, "InvalidEndpoint", ["compute"], id="compute-missing"),
     pytest.param({"name": "my-ep", "compute": "azureml:"}, "InvalidEndpoint", ["compute"], id="compute-empty-reference"),
     pytest.param({"name": "my-ep", "compute": "azureml:nope"}, "InvalidEndpoint", ["compute"], id="compute-unknown"),
     pytest.param({"name": "my-ep", "compute": "azureml:cpu-cluster"}, "InvalidEndpoint", ["compute"], id="compute-not-kubernetes"),
@@ -151,7 +150,7 @@ BAD_ENDPOINT_CREATES = [
     pytest.param({"name": "my-ep", "compute": "local", "traffic": {"blue": 150}}, "InvalidEndpoint", ["traffic.blue"], id="share-over-100"),
     pytest.param({"name": "my-ep", "compute": "local", "traffic": {"blue": 12.5}}, "InvalidEndpoint", ["traffic.blue"], id="share-fraction"),
     pytest.param({"name": "my-ep", "compute": "local", "traffic": "blue=100"}, "InvalidEndpoint", ["traffic"], id="traffic-a-string"),
-    pytest.param({"name": "x", "compute": "", "auth_mode": "aad_token"}, "InvalidEndpoint", ["name", "compute", "auth_mode"],
+    pytest.param({"name": "x", "compute": "azureml:", "auth_mode": "aad_token"}, "InvalidEndpoint", ["name", "compute", "auth_mode"],
                  id="every-problem-at-once"),
 ]
 

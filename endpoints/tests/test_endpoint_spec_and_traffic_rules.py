@@ -71,7 +71,6 @@ def test_compute_forms_accepted(compute, stored):
 
 
 @pytest.mark.parametrize("compute", [
-    pytest.param("", id="empty"),
     pytest.param("azureml:", id="prefix-only"),
     pytest.param("azureml:  ", id="prefix-and-blanks"),
     pytest.param("azureml:rg/k8s", id="a-path"),
@@ -85,10 +84,11 @@ def test_compute_forms_refused(compute):
     assert targets(exc) == ["compute"]
 
 
-def test_compute_is_required():
-    with pytest.raises(SpecErrors) as exc:
-        parse_endpoint(endpoint(compute=None))
-    assert targets(exc) == ["compute"]
+@pytest.mark.parametrize("compute", [None, ""], ids=["left-out", "empty"])
+def test_no_compute_is_a_managed_endpoint(compute):
+    """Azure ML's managed endpoints name no compute: stored as "" (Dockyard places it with its first deployment)."""
+    body = endpoint(compute=compute) if compute is not None else {"name": "my-endpoint", "auth_mode": "key"}
+    assert parse_endpoint(body)["compute"] == ""
 
 
 @pytest.mark.parametrize("fields, target", [

@@ -59,7 +59,7 @@ def test_a_mount_path_needs_a_registered_or_uploaded_model(model):
 
 def test_a_local_deployment_refuses_a_mount_path_with_the_reason():
     spec = parse_deployment(deployment(model=REGISTERED, model_mount_path="/var/models"), "ep")
-    [(target, reason)] = [row for row in target_errors(spec, local=True) if row[0] == "model_mount_path"]
+    [(target, reason)] = [row for row in target_errors(spec, "local") if row[0] == "model_mount_path"]
     assert "not a custom container" in reason and "AZUREML_MODEL_DIR" in reason
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from django.conf import settings
 
+from compute import vmsizes
 from compute.selectors import instance_type_list
 from controlplane.kube.objects import GPU
 
@@ -137,6 +138,10 @@ def bind_endpoint(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundF
 
 def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
     """The instance types a deployment of this endpoint can name, and what leaving the field empty means."""
+    if endpoint.is_managed:
+        return [(size.name, f"{size.name} — {size.vcpus} vCPU, {size.memory_gib:g} GiB" + (f", {size.gpus} GPU" if size.gpus else ""))
+                for size in vmsizes.SIZES], ("A VM size: each instance takes one node of that size on a compute cluster "
+                                             "of the workspace, which Dockyard picks (leave resources out).")
     if endpoint.compute_id is None:
         return [("", "none (local)")], ("A local deployment runs as a process on the worker's host: it has no instance "
                                         "type and no resource limits (leave resources out).")
@@ -145,7 +150,7 @@ def instance_type_choices(endpoint) -> tuple[list[tuple[str, str]], str]:
 
 def deployment_initial(endpoint) -> dict:
     data = {spec.name: spec.initial for spec in DEPLOYMENT_FIELDS if spec.initial}
-    if endpoint.compute_id is None:
+    if endpoint.is_local:
         data["venv"] = str(settings.DOCKYARD_INFERENCE_VENV)  # what a local server runs in, said out loud
     return data
 

@@ -101,7 +101,7 @@ def card(endpoint: OnlineEndpoint, deployment: OnlineDeployment, can_use: bool) 
         "deployment": deployment, "share": share, "mirrored": mirrored, "status": status, "deleting": deleting,
         "desired": status.get("replicas", deployment.instance_count), "ready": status.get("ready_replicas", 0),
         "restarts": status.get("restarts"),  # local servers count them; a Kubernetes rollout reports none
-        "local": endpoint.compute_id is None, "can_edit": can_use and not deleting,
+        "local": endpoint.is_local, "placement": deployment.placement, "can_edit": can_use and not deleting,
         "can_delete": can_use and not deleting and not blocked, "delete_blocked": blocked if can_use and not deleting else "",
         "settling": deployment.provisioning_state in MOVING or status.get("state") in SETTLING,
     }
@@ -134,7 +134,7 @@ def endpoint_context(request, ws: str, name: str, section: str) -> dict:
     return {
         **context, "nav": "endpoints", "endpoint": endpoint, "deployments": deployments, "cards": cards,
         "section": section, "sections": SECTIONS, "can_use": use, "deleting": deleting,
-        "local": endpoint.compute_id is None, "route": (endpoint.status or {}).get("route") or {},
+        "local": endpoint.is_local, "managed": endpoint.is_managed, "route": (endpoint.status or {}).get("route") or {},
         "active": endpoint.provisioning_state in MOVING or any(item["settling"] for item in cards),
         "scoring_url": request.build_absolute_uri(scoring_uri(endpoint)),
     }

@@ -1,8 +1,9 @@
-"""Azure ML compatibility: Kubernetes online endpoints and deployments in the shapes Azure ML documents.
+"""Azure ML compatibility: Kubernetes and managed online endpoints and deployments in the shapes Azure ML documents.
 
-Each YAML document is written here from Azure ML's reference for the kubernetesOnlineEndpoint and
-kubernetesOnlineDeployment schemas (field names and values are facts), posted as YAML through the REST API, and
-checked for what was stored — or for what was refused and the reason given.
+Each YAML document is written here from Azure ML's reference for the kubernetesOnlineEndpoint,
+kubernetesOnlineDeployment, managedOnlineEndpoint and managedOnlineDeployment schemas (field names and values are
+facts), posted as YAML through the REST API, and checked for what was stored — or for what was refused and the reason
+given.
 """
 import textwrap
 
@@ -188,7 +189,7 @@ def test_a_gpu_limit_above_the_instance_types_is_refused_and_cpu_keeps_its_headr
     ("request_settings: {max_queue_wait_ms: 500}", "request_settings.max_queue_wait_ms", "no request queue"),
     ("model_mount_path: /var/mountpath", "model_mount_path", "registered or uploaded model"),
     ("data_collector: {collections: {model_inputs: {enabled: 'True'}}}", "data_collector", "Data collection"),
-    ("egress_public_network_access: disabled", "egress_public_network_access", "managed online deployment"),
+    ("egress_public_network_access: disabled", "egress_public_network_access", "network policies"),
     ("scale_settings: {type: manual}", "scale_settings.type", "default or target_utilization"),
 ])
 def test_deployment_fields_dockyard_cannot_honour_are_refused_with_the_reason(owner_api, endpoint, extra, target, reason):
@@ -201,7 +202,7 @@ def test_deployment_fields_dockyard_cannot_honour_are_refused_with_the_reason(ow
 def test_a_managed_deployment_is_refused_on_a_kubernetes_endpoint(owner_api, endpoint):
     document = deployment_yaml().replace("type: kubernetes", "type: Managed")
     error = assert_error(post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", document), 400, "InvalidDeployment", "type")
-    assert "Azure's own servers" in error["details"][0]["message"]
+    assert "managed endpoint (one without compute)" in error["details"][0]["message"]
 
 
 def test_an_mlflow_model_type_in_capitals_is_read_as_azure_ml_reads_it(owner_api, endpoint):
@@ -212,3 +213,124 @@ def test_an_mlflow_model_type_in_capitals_is_read_as_azure_ml_reads_it(owner_api
     response = owner_api.post(f"{EP}/my-endpoint/deployments/", yaml.safe_dump(body), content_type="application/yaml")
     assert response.status_code == 201, response.json()
     assert response.json()["model"]["type"] == "mlflow_model"
+
+
+# ---------------------------------------------------------------- managed endpoints and deployments
+# Written from Azure ML's managed online examples (managedOnlineEndpoint / managedOnlineDeployment schemas): the
+# endpoint names no compute; the deployment names a VM size, which Dockyard finds on a compute cluster of that size.
+
+MANAGED_ENDPOINT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/managedOnlineEndpoint.schema.json"
+MANAGED_DEPLOYMENT_SCHEMA = "https://azuremlschemas.azureedge.net/latest/managedOnlineDeployment.schema.json"
+MANAGED_ENDPOINT = f"""\
+    $schema: {MANAGED_ENDPOINT_SCHEMA}
+    name: my-endpoint
+    auth_mode: key
+    """
+
+
+def managed_deployment_yaml(extra: str = "", name: str = "blue", instance_type: str = "Standard_DS3_v2") -> str:
+    return textwrap.dedent(f"""\
+        $schema: {MANAGED_DEPLOYMENT_SCHEMA}
+        name: {name}
+        endpoint_name: my-endpoint
+        model:
+          path: /var/azureml-app/model/sklearn_regression_model.pkl
+        code_configuration:
+          code: /var/azureml-app/onlinescoring
+          scoring_script: score.py
+        environment:
+          conda_file:
+            name: model-env
+            channels: [conda-forge]
+            dependencies: [python=3.9, numpy=1.23.5, pip, {{pip: [azureml-defaults, scikit-learn==1.0.2, joblib]}}]
+          image: mcr.microsoft.com/azureml/openmpi4.1.0-ubuntu20.04:latest
+        instance_type: {instance_type}
+        instance_count: 1
+        """) + textwrap.dedent(extra).lstrip("\n")
+
+
+@pytest.fixture
+def cpu_cluster(workspace, owner, k8s):
+    """A compute cluster of Standard_DS3_v2 on `k8s-compute`, as its reconcile leaves it (the pool declared)."""
+    from compute import pools
+
+    compute = create_compute(workspace, owner, "amlcompute", name="cpu-cluster", size="Standard_DS3_v2", max_instances=2)
+    compute.properties = {**compute.properties, "kubernetes_compute": k8s.name}
+    compute.status = {"engine": "karpenter", "pool": pools.pool_name(workspace.name, "cpu-cluster"), "current_node_count": 0,
+                      "target_node_count": 0, "idle_node_count": 0, "max_node_count": 2, "scaling": "steady",
+                      "autoscaler_errors": [], "nodes": []}
+    compute.save(update_fields=["properties", "status"])
+    return compute
+
+
+@pytest.fixture
+def managed(owner_api, cpu_cluster):
+    response = post_yaml(owner_api, f"{EP}/", MANAGED_ENDPOINT)
+    assert response.status_code == 201, response.json()
+    assert response.json()["compute"] is None and response.json()["keys"]["primaryKey"]
+    return response.json()
+
+
+def test_the_documented_managed_deployment_is_placed_on_a_compute_cluster_of_its_size(owner_api, managed):
+    response = post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", managed_deployment_yaml())
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["instance_type"], body["instance_count"]) == ("Standard_DS3_v2", 1)
+    assert body["placement"]["compute"] == "cpu-cluster" and body["placement"]["capacity"] == "can_scale"
+    assert body["environment"]["conda_file"]["name"] == "model-env"
+    endpoint = owner_api.get(f"{EP}/my-endpoint").json()
+    assert endpoint["placement"]["kubernetes_compute"] == "k8s-compute" and endpoint["deployments"] == ["blue"]
+
+
+def test_managed_only_settings_are_taken(owner_api, managed):
+    response = post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", managed_deployment_yaml("""
+        type: managed
+        app_insights_enabled: true
+        request_settings:
+          request_timeout_ms: 3000
+          max_concurrent_requests_per_instance: 1
+        liveness_probe:
+          initial_delay: 10
+          period: 10
+          timeout: 2
+          success_threshold: 1
+          failure_threshold: 30
+        readiness_probe:
+          initial_delay: 10
+          period: 10
+          timeout: 10
+          success_threshold: 1
+          failure_threshold: 3
+        scale_settings:
+          type: default
+        """))
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["type"] == "managed" and body["scale_settings"] == {"type": "default"}
+    assert body["request_settings"]["request_timeout_ms"] == 3000 and body["readiness_probe"]["failure_threshold"] == 3
+
+
+@pytest.mark.parametrize("extra, target, reason", [
+    ("egress_public_network_access: disabled", "egress_public_network_access", "network policies"),
+    ("data_collector: {collections: {model_inputs: {enabled: 'True'}}}", "data_collector", "Data collection"),
+    ("private_network_connection: true", "private_network_connection", "no private endpoints"),
+    ("request_settings: {max_queue_wait_ms: 500}", "request_settings.max_queue_wait_ms", "no request queue"),
+    ("scale_settings: {type: target_utilization, min_instances: 1, max_instances: 3}", "scale_settings.type",
+     "instance_count instances"),
+    ("resources: {requests: {cpu: '1', memory: 1Gi}}", "resources", "one whole node"),
+])
+def test_managed_fields_dockyard_cannot_honour_are_refused_with_the_reason(owner_api, managed, extra, target, reason):
+    error = assert_error(post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", managed_deployment_yaml(extra)), 400,
+                         "InvalidDeployment", target)
+    assert any(reason in detail["message"] for detail in error["details"]), error
+    assert not OnlineDeployment.objects.exists()
+
+
+def test_a_size_no_compute_cluster_has_is_a_400_that_says_what_to_create(owner_api, managed):
+    response = post_yaml(owner_api, f"{EP}/my-endpoint/deployments/", managed_deployment_yaml(instance_type="Standard_F4s_v2"))
+    error = assert_error(response, 400, "NoPlacement", "instance_type")
+    assert ("No compute cluster of size Standard_F4s_v2 in workspace 'team-a' can take this deployment; compute "
+            "clusters: 'cpu-cluster' (Standard_DS3_v2, on 'k8s-compute')") in error["details"][0]["message"]
+    assert "`type: amlcompute, size: Standard_F4s_v2`" in error["details"][0]["message"]
+    assert not OnlineDeployment.objects.exists()
+    assert OnlineEndpoint.objects.get(name="my-endpoint").compute_id is None

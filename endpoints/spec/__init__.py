@@ -1,24 +1,18 @@
-"""Azure ML online endpoint / Kubernetes online deployment YAML → validated specs, with the seed's rules (pure).
+"""Azure ML online endpoint / online deployment YAML → validated specs, with the seed's rules (pure).
 
-The resource rules are the instance-types page's: requests cpu and memory required and non-zero, memory at least
-1 MB, limits optional unless a GPU is asked for, GPUs whole numbers and only under limits, cpu and memory limits
-strictly below the instance type's (headroom for the server's own processes) and GPU limits up to and including it (a
-whole device no side process uses), against the default instance type when none is named; MLflow models at least 2
-CPU and 4 GB.
+An endpoint names its compute (`local`, or a Kubernetes compute) or none: then it is managed, and Dockyard places its
+deployments on a compute cluster of their VM size (`managed`, `placement`). A deployment's resources are checked
+against its instance type by `resources.resolve_resources`.
 
 Enum values are read as Azure ML's SDK reads them: `auth_mode`, `scale_settings.type` and the deployment's `type` through
 its camel-to-snake transform (`Key` → `key`, `AMLToken` → `aml_token`, `TargetUtilization` → `target_utilization`),
 `model.type` and the network-access switches lower-cased; the canonical value is stored.
 """
-import math
 import re
 from pathlib import PurePosixPath
 
 from assets.specs.conda import inline_conda_file
 from assets.specs.references import InvalidReference, parse_reference
-from controlplane.kube import quantities
-from controlplane.kube.objects import GPU
-from controlplane.kube.resources import Shape, container_resources
 from controlplane.specs import (
     SpecErrors,
     camel_to_snake,
@@ -30,12 +24,13 @@ from controlplane.specs import (
 )
 from endpoints.model_spec import parse_model, parse_mount_path
 
+from .managed import MANAGED_REFUSED, managed_errors  # noqa: F401  (MANAGED_REFUSED: beside the other refusals)
+from .resources import MIN_MEMORY, resolve_resources  # noqa: F401  (the spec's names, as importers use them)
+
 ENDPOINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{1,30}[A-Za-z0-9]$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MIN_MEMORY = 10**6  # "1 MB"
 INT32_MAX = 2**31 - 1
-MLFLOW_MIN_MILLICORES, MLFLOW_MIN_MEMORY = 2000, 4 * 10**9  # "2 CPU cores and 4 GB"
 PROBE_DEFAULTS = {"period": 10, "initial_delay": 10, "timeout": 2, "success_threshold": 1, "failure_threshold": 30}
 REQUEST_DEFAULTS = {"request_timeout_ms": 5000, "max_concurrent_requests_per_instance": 1}
 TARGET_DEFAULTS = {"min_instances": 1, "max_instances": 1, "target_utilization_percentage": 70}
@@ -46,13 +41,13 @@ SCALE_TYPES = ("default", "target_utilization")
 ENDPOINT_FIELDS = {"$schema", "name", "description", "tags", "auth_mode", "compute", "traffic", "mirror_traffic",
                    "public_network_access"}
 ENDPOINT_READ_ONLY = {"scoring_uri", "openapi_uri", "provisioning_state", "provisioning_errors", "id", "keys",
-                      "created_on", "updated_on", "created_by", "deployments", "status", "kind"}
+                      "created_on", "updated_on", "created_by", "deployments", "status", "kind", "placement", "manifests"}
 DEPLOYMENT_FIELDS = {"$schema", "name", "endpoint_name", "description", "tags", "type", "model", "model_mount_path",
                      "code_configuration", "environment", "environment_variables", "instance_type", "instance_count",
                      "resources", "liveness_probe", "readiness_probe", "request_settings", "scale_settings",
                      "app_insights_enabled"}
 DEPLOYMENT_READ_ONLY = {"provisioning_state", "provisioning_errors", "id", "status", "created_on", "updated_on",
-                        "created_by", "manifests", "scoring"}
+                        "created_by", "manifests", "scoring", "placement"}
 ENVIRONMENT_FIELDS = {"image", "conda_file", "venv", "name", "version"}
 # Azure ML fields Dockyard refuses, each with the reason and what to do instead (not "unknown": Azure ML has them).
 ENDPOINT_REFUSED = {
@@ -63,9 +58,11 @@ ENDPOINT_REFUSED = {
 DEPLOYMENT_REFUSED = {
     "data_collector": "Data collection into Azure storage is not available here: log inputs and outputs from the "
                       "scoring script (they are in the deployment's logs). Remove data_collector.",
-    "egress_public_network_access": "This is a managed online deployment setting: Kubernetes deployments follow the "
-                                    "cluster's network policies and local ones have no network unless staff allow it.",
-    "private_network_connection": "This is a managed online deployment setting: Dockyard has no private endpoints.",
+    "egress_public_network_access": "Dockyard does not switch a deployment's outbound network: pods (managed ones "
+                                    "too) follow their cluster's network policies, and local deployments have no "
+                                    "network unless staff allow it. Remove egress_public_network_access.",
+    "private_network_connection": "Dockyard has no private endpoints (Azure Private Link): a deployment is reached "
+                                  "through Dockyard's score URL. Remove private_network_connection.",
     "request_settings.max_queue_wait_ms": "The inference server here has no request queue with its own timeout: a "
                                           "request waits for a free worker within request_timeout_ms. Remove it.",
     "scale_settings.polling_interval": "Kubernetes sets how often autoscalers look cluster-wide (kube-controller-manager "
@@ -91,8 +88,8 @@ LOCAL_REFUSED = {
 }
 KUBERNETES_REFUSED = {
     "environment.venv": "venv is for local deployments: a Kubernetes deployment runs environment.image.",
-    "type": "A managed online deployment runs on Azure's own servers: on a Kubernetes endpoint use type kubernetes "
-            "(or leave type out).",
+    "type": "type managed is for the deployments of a managed endpoint (one without compute), which Dockyard places "
+            "on a compute cluster: on a Kubernetes endpoint use type kubernetes (or leave type out).",
 }
 # Accepted, kept and shown, but not acted on: why each stays (the README's field table lists them too).
 STORED_ONLY: dict[str, str] = {
@@ -129,11 +126,12 @@ def _name(value: object, rule: re.Pattern, what: str, errors: list) -> str:
 
 
 def compute_reference(value: object, errors: list) -> str:
+    """'local', a Kubernetes compute's name, or "" for a managed endpoint (no compute: Dockyard places it)."""
     if value is None or value == "":
-        errors.append(("compute", "compute is required: 'local' or 'azureml:<kubernetes compute>'."))
         return ""
     if not isinstance(value, str) or not value.removeprefix("azureml:").strip() or "/" in value:
-        errors.append(("compute", "compute must be 'local' or 'azureml:<kubernetes compute>'."))
+        errors.append(("compute", "compute must be 'local' or 'azureml:<kubernetes compute>', or left out for a "
+                                  "managed endpoint."))
         return ""
     return value.removeprefix("azureml:").strip()
 
@@ -326,122 +324,16 @@ def parse_deployment(body: object, endpoint_name: str) -> dict:
     return spec
 
 
-def _quantity(values: dict, key: str, path: str, errors: list, kind: str) -> int | None:
-    """A cpu (millicores) or memory (bytes) value, rounded up as Kubernetes does; None when missing or bad."""
-    value = values.get(key)
-    if value is None or value == "":
-        return None
-    try:
-        amount = quantities.parse(value)
-    except quantities.QuantityError as exc:
-        errors.append((path, str(exc)))
-        return None
-    if amount <= 0:
-        errors.append((path, f"{path} cannot be zero or negative (got {value!r})."))
-        return None
-    return math.ceil(amount * 1000) if kind == "cpu" else math.ceil(amount)
+LOCAL, KUBERNETES, MANAGED = "local", "kubernetes", "managed"
 
 
-def _gpu(values: dict, path: str, errors: list) -> int:
-    try:
-        return quantities.gpu_count(values.get(GPU))
-    except quantities.QuantityError as exc:
-        errors.append((path, str(exc)))
-        return 0
-
-
-def resolve_resources(resources: object, shape: Shape, mlflow: bool) -> tuple[dict, list[tuple[str, str]]]:
-    """The container's requests/limits for a deployment on `shape` (an instance type), or the rule violations.
-
-    Without `resources` the instance type's shape is used as it is.
-    """
-    errors: list = []
-    if resources is None:
-        result = shape.container_resources()
-        if mlflow:
-            _mlflow_minimum(shape.millicores()[0], shape.memory()[0], "instance_type", errors, shape.name)
-        return result, errors
-    if not isinstance(resources, dict):
-        return {}, [("resources", "resources is a mapping with requests (and optionally limits).")]
-    for key in sorted(set(resources) - {"requests", "limits"}, key=str):
-        errors.append((f"resources.{key}", "resources has requests and limits only."))
-    requests, limits = resources.get("requests"), resources.get("limits")
-    if not isinstance(requests, dict):
-        return {}, errors + [("resources.requests", "resources.requests with cpu and memory is required.")]
-    if limits is not None and not isinstance(limits, dict):
-        return {}, errors + [("resources.limits", "resources.limits must be a mapping of cpu, memory and nvidia.com/gpu.")]
-    limits = limits or {}
-    unknown_fields(requests, {"cpu", "memory", GPU}, errors, "'{key}' is not a resource here (cpu, memory).", "resources.requests.")
-    unknown_fields(limits, {"cpu", "memory", GPU}, errors, "'{key}' is not a resource here (cpu, memory, nvidia.com/gpu).",
-                   "resources.limits.")
-    if GPU in requests:
-        errors.append((f"resources.requests.{GPU}", "GPUs are given under limits only (Kubernetes copies them to requests)."))
-    cpu_request = _quantity(requests, "cpu", "resources.requests.cpu", errors, "cpu")
-    memory_request = _quantity(requests, "memory", "resources.requests.memory", errors, "memory")
-    for key, value in (("cpu", cpu_request), ("memory", memory_request)):
-        if value is None and not any(path == f"resources.requests.{key}" for path, _ in errors):
-            errors.append((f"resources.requests.{key}", f"resources.requests.{key} is required and cannot be empty."))
-    if memory_request is not None and memory_request < MIN_MEMORY:
-        errors.append(("resources.requests.memory", f"The memory request must be at least 1 MB (got {requests['memory']!r})."))
-    cpu_limit = _quantity(limits, "cpu", "resources.limits.cpu", errors, "cpu")
-    memory_limit = _quantity(limits, "memory", "resources.limits.memory", errors, "memory")
-    for key in ("cpu", "memory"):  # optional, but a limit that is given cannot be empty (the seed)
-        if key in limits and limits[key] in (None, ""):
-            errors.append((f"resources.limits.{key}", f"resources.limits.{key} cannot be empty: give a value or leave it out."))
-    gpu = _gpu(limits, f"resources.limits.{GPU}", errors) if GPU in limits else None
-    if GPU in limits and limits[GPU] in (None, ""):
-        errors.append((f"resources.limits.{GPU}", "nvidia.com/gpu cannot be empty: give a whole number."))
-    if gpu:
-        for key, value in (("cpu", cpu_limit), ("memory", memory_limit)):
-            if value is None:
-                errors.append((f"resources.limits.{key}", f"With a GPU, resources.limits.{key} is required."))
-    _below_instance_type(shape, cpu_limit, memory_limit, gpu, limits, errors)
-    _requests_fit(shape, cpu_request, memory_request, cpu_limit, memory_limit, errors)
-    if mlflow and cpu_request is not None and memory_request is not None:
-        _mlflow_minimum(cpu_request, memory_request, "resources.requests", errors, None)
-    if errors:
-        return {}, errors
-    chosen_limits = {key: limits[key] for key in ("cpu", "memory") if key in limits}
-    return container_resources({"cpu": str(requests["cpu"]), "memory": str(requests["memory"])}, chosen_limits, gpu), errors
-
-
-def _below_instance_type(shape, cpu: int | None, memory: int | None, gpu: int | None, limits: dict, errors: list) -> None:
-    """cpu and memory limits strictly below the instance type's (the seed: '작아야 합니다'), GPUs up to and including it.
-
-    cpu and memory leave headroom for the server's own processes; a GPU is a whole device no side process uses, so a
-    deployment may take all of them (Azure ML's own GPU example gives 1 GPU on a 1-GPU instance type).
-    """
-    own_cpu, own_memory = shape.millicores()[1], shape.memory()[1]
-    for key, value, own, shown in (("cpu", cpu, own_cpu, shape.limits["cpu"]), ("memory", memory, own_memory, shape.limits["memory"])):
-        if value is not None and key in limits and value >= own:
-            errors.append((f"resources.limits.{key}", f"The {key} limit {limits[key]} must be less than the limit of "
-                                                       f"instance type '{shape.name}' ({shown}), to leave room for the "
-                                                       f"server's own processes (GPU limits may equal the instance type's)."))
-    if gpu and gpu > shape.gpu:
-        errors.append((f"resources.limits.{GPU}", f"The {GPU} limit {limits[GPU]} cannot be more than the limit of instance "
-                                                  f"type '{shape.name}' ({shape.gpu}); it may be equal, as GPUs are whole "
-                                                  f"devices no other process uses."))
-
-
-def _requests_fit(shape, cpu: int | None, memory: int | None, cpu_limit: int | None, memory_limit: int | None, errors: list) -> None:
-    """Requests cannot exceed the limits that apply: the deployment's own, else the instance type's."""
-    for key, request, own_limit, type_limit in (("cpu", cpu, cpu_limit, shape.millicores()[1]), ("memory", memory, memory_limit, shape.memory()[1])):
-        bound = own_limit if own_limit is not None else type_limit
-        if request is not None and request > bound:
-            whose = "its limit" if own_limit is not None else f"the limit of instance type '{shape.name}'"
-            errors.append((f"resources.requests.{key}", f"The {key} request cannot be more than {whose}."))
-
-
-def _mlflow_minimum(millicores: int, memory: int, path: str, errors: list, shape_name: str | None) -> None:
-    if millicores < MLFLOW_MIN_MILLICORES or memory < MLFLOW_MIN_MEMORY:
-        where = f" (instance type '{shape_name}' requests less)" if shape_name else ""
-        errors.append((path, f"An MLflow model needs requests of at least 2 CPU and 4 GB of memory{where}."))
-
-
-def target_errors(spec: dict, local: bool) -> list[tuple[str, str]]:
-    """The fields this deployment's target (local or Kubernetes) cannot act on, each with LOCAL/KUBERNETES_REFUSED's reason."""
+def target_errors(spec: dict, target: str) -> list[tuple[str, str]]:
+    """The fields this deployment's target (local, Kubernetes or managed) cannot act on, each with its reason
+    (LOCAL_REFUSED, KUBERNETES_REFUSED, managed.MANAGED_REFUSED)."""
     environment = spec.get("environment") or {}
-    if local:
+    if target == MANAGED:
+        return managed_errors(spec)
+    if target == LOCAL:
         given = {"instance_type": spec.get("instance_type") is not None, "resources": bool(spec.get("resources")),
                  "environment.image": bool(environment.get("image")),
                  "environment.conda_file": bool(environment.get("conda_file")) and "venv" in environment,

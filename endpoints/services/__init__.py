@@ -11,7 +11,6 @@ from assets.specs.snapshots import upload_sha256
 from compute import capabilities, shapes
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
-from compute.runners import sandbox
 from compute.selectors import instance_type_list, instance_type_shape
 from controlplane.api import BadRequest, Conflict
 from controlplane.celery import enqueue_on_commit
@@ -23,11 +22,21 @@ from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from . import dataplane, keys
-from .model_spec import is_stored
-from .models import OnlineDeployment, OnlineEndpoint
-from .resolve import model_problems, resolved_model_body
-from .spec import check_traffic, parse_deployment, parse_endpoint, resolve_resources, target_errors
+from .. import dataplane, keys
+from ..models import OnlineDeployment, OnlineEndpoint
+from ..resolve import model_problems, resolved_model_body
+from ..spec import (
+    KUBERNETES,
+    LOCAL,
+    MANAGED,
+    check_traffic,
+    parse_deployment,
+    parse_endpoint,
+    resolve_resources,
+    target_errors,
+)
+from .local import host_has, is_mlflow, local_problems
+from .managed import fix_endpoint_host, managed_placement, unplaced_endpoint
 
 ENDPOINT_EDITABLE = ("description", "tags", "auth_mode", "traffic", "mirror_traffic")
 DEPLOYMENT_FIXED = ("name", "endpoint_name")
@@ -41,12 +50,14 @@ def _invalid(errors: list[tuple[str, str]], code: str) -> BadRequest:
 
 def _enqueue(task_name: str, pk: int) -> None:
     """Reconcile once the change is committed; if the broker is down the resync catches up."""
-    from . import tasks
+    from endpoints import tasks
 
     enqueue_on_commit(getattr(tasks, task_name), pk)
 
 
 def _endpoint_compute(workspace: Workspace, name: str) -> ComputeTarget | None:
+    if name == "":
+        return None  # managed: its first deployment's placement fixes the Kubernetes attachment
     if name == "local":
         refusal = access.local_compute_refusal(workspace)
         if refusal:
@@ -88,11 +99,12 @@ def endpoint_create(*, user, workspace: Workspace, data: dict) -> tuple[OnlineEn
         workspace=workspace, name=spec["name"], description=spec["description"], tags=spec["tags"],
         auth_mode=spec["auth_mode"], compute_name=spec["compute"], compute=compute, created_by=user,
         extra={key: spec[key] for key in ("identity", "public_network_access") if key in spec},
+        placement=unplaced_endpoint() if spec["compute"] == "" else {},
     )
     made = _new_keys(endpoint) if endpoint.auth_mode == OnlineEndpoint.AuthMode.KEY else {}
     endpoint.save()
     audit_record(actor=user, action=AuditAction.CREATE, target_type="online-endpoint", target_name=endpoint.name,
-                 workspace=workspace, changes={"compute": [None, endpoint.compute_name]})
+                 workspace=workspace, changes={"compute": [None, endpoint.compute_name or "managed"]})
     _enqueue("reconcile_endpoint", endpoint.pk)
     return endpoint, made
 
@@ -111,7 +123,7 @@ def endpoint_update(*, user, endpoint: OnlineEndpoint, patch: dict) -> tuple[Onl
         raise Conflict(f"Online endpoint '{endpoint.name}' is being deleted.")
     current = {**{key: getattr(endpoint, key) for key in ENDPOINT_EDITABLE}, "name": endpoint.name, "compute": endpoint.compute_name}
     for key in ("name", "compute"):
-        if key in patch and str(patch[key]).removeprefix("azureml:") != current[key]:
+        if key in patch and str(patch[key] or "").removeprefix("azureml:") != current[key]:
             raise BadRequest(f"The {key} of an online endpoint cannot be changed.", code="ImmutableField", target=key)
     body = {**current, **{key: value for key, value in patch.items() if key in ENDPOINT_EDITABLE or key not in current}}
     try:
@@ -182,58 +194,6 @@ def _shape(endpoint: OnlineEndpoint, name: str | None) -> Shape:
     return shape
 
 
-def _host_has(path: Path, check: str = "exists") -> bool:
-    """Path.exists/is_dir/is_file, False for a path this host cannot even look up (a name too long, say)."""
-    try:
-        return getattr(path, check)()
-    except OSError:
-        return False
-
-
-def _is_mlflow(spec: dict) -> bool:
-    model = spec.get("model") or {}
-    if model.get("type") == "mlflow_model":
-        return True
-    path = Path(model.get("path", "")) if model.get("path") else None
-    return bool(path and _host_has(path, "is_dir") and _host_has(path / "MLmodel", "is_file"))
-
-
-def _local_problems(spec: dict) -> list[tuple[str, str]]:
-    """A local deployment's files are on this host: say now if they are not there."""
-    errors = []
-    if spec["instance_count"] != 1:
-        errors.append(("instance_count", "A local deployment is one server process: instance_count must be 1."))
-    if spec["scale_settings"]["type"] != "default":
-        errors.append(("scale_settings.type", "A local deployment does not autoscale: use scale_settings.type default."))
-    code = spec.get("code_configuration")
-    code = code if code and not upload_sha256(code["code"]) else None  # an upload was checked with the others
-    model = spec.get("model") if not is_stored(spec.get("model")) else None  # a snapshot was checked with the others
-    # The API and the worker may run in different folders: a relative path would mean two different places.
-    for path, value in (("code_configuration.code", code and code["code"]), ("model.path", model and model["path"])):
-        if value and not Path(value).is_absolute():
-            errors.append((path, f"Give an absolute path on the Dockyard host (not {value!r})."))
-    if errors:
-        return errors
-    # Only what this server shares with local deployments is shown to their sandbox (never Dockyard's own files).
-    for path, value, what in (("code_configuration.code", code and code["code"], "code folder"),
-                              ("model.path", model and model["path"], "model path")):
-        try:
-            value and sandbox.local_path_bind(value, what)
-        except sandbox.Refused as exc:
-            errors.append((path, str(exc)))
-    if errors:
-        return errors
-    if code:
-        folder = Path(code["code"])
-        if not _host_has(folder, "is_dir"):
-            errors.append(("code_configuration.code", f"The code folder {folder} does not exist on the Dockyard host."))
-        elif not _host_has(folder / code["scoring_script"], "is_file"):
-            errors.append(("code_configuration.scoring_script", f"There is no {code['scoring_script']} in {folder}."))
-    if model and not _host_has(Path(model["path"])):
-        errors.append(("model.path", f"The model path {model['path']} does not exist on the Dockyard host."))
-    return errors
-
-
 def _upload_problems(workspace: Workspace, spec: dict) -> list[tuple[str, str]]:
     """Uploaded code must be this workspace's and hold the scoring script (other paths: the host's or the image's)."""
     code = spec.get("code_configuration")
@@ -255,7 +215,7 @@ def _with_model_type(body: object) -> object:
         return body
     model = body.get("model")
     path = model if isinstance(model, str) else model.get("path") if isinstance(model, dict) and "type" not in model else None
-    if isinstance(path, str) and path and not path.startswith("azureml:") and _host_has(Path(path) / "MLmodel", "is_file"):
+    if isinstance(path, str) and path and not path.startswith("azureml:") and host_has(Path(path) / "MLmodel", "is_file"):
         return {**body, "model": {**(model if isinstance(model, dict) else {}), "path": path, "type": "mlflow_model"}}
     return body
 
@@ -278,53 +238,73 @@ def _resolve_environment(endpoint: OnlineEndpoint, spec: dict) -> None:
                            "InvalidDeployment")
 
 
-def _validated_deployment(endpoint: OnlineEndpoint, body: dict) -> tuple[dict, str, dict]:
-    """The parsed spec, the instance type's name and the container's resources (none for a local deployment)."""
+def _target(endpoint: OnlineEndpoint) -> str:
+    return LOCAL if endpoint.is_local else MANAGED if endpoint.is_managed else KUBERNETES
+
+
+def _validated_deployment(endpoint: OnlineEndpoint, body: dict, previous: dict | None = None) -> tuple[dict, str, dict, dict]:
+    """The parsed spec, the instance type's name, the container's resources (none for a local deployment) and, for a
+    managed one, where it is placed (`previous`: its placement so far)."""
     try:
         spec = parse_deployment(_with_model_type(resolved_model_body(endpoint.workspace, body)), endpoint.name)
     except SpecErrors as exc:
         raise _invalid(exc.errors, "InvalidDeployment") from None
     _resolve_environment(endpoint, spec)
-    local = endpoint.compute is None
-    errors = (target_errors(spec, local) + _upload_problems(endpoint.workspace, spec)
+    target = _target(endpoint)
+    errors = (target_errors(spec, target) + _upload_problems(endpoint.workspace, spec)
               + model_problems(endpoint.workspace, spec))
-    if local:
-        errors = errors or _local_problems(spec)
-        shape_name, resources = "", {}
-    else:
-        shape = _shape(endpoint, spec["instance_type"])
-        shape_name = shape.name
-        resources, resource_errors = resolve_resources(spec["resources"], shape, _is_mlflow(spec))
-        errors += resource_errors
-        if not (spec.get("environment") or {}).get("image"):
-            errors.append(("environment.image", "A Kubernetes deployment runs in a container: environment.image is required."))
+    if target != LOCAL and not (spec.get("environment") or {}).get("image"):
+        errors.append(("environment.image", "A Kubernetes deployment runs in a container: environment.image is required."))
     if errors:
         raise _invalid(errors, "InvalidDeployment")
-    return spec, shape_name, resources
+    placement: dict = {}
+    if target == LOCAL:
+        errors = local_problems(spec)
+        shape_name, resources = "", {}
+    else:
+        if target == MANAGED:
+            placement, shape = managed_placement(endpoint, spec, previous, _invalid)
+        else:
+            shape = _shape(endpoint, spec["instance_type"])
+        shape_name = shape.name
+        resources, errors = resolve_resources(spec["resources"], shape, is_mlflow(spec))
+    if errors:
+        raise _invalid(errors, "InvalidDeployment")
+    return spec, shape_name, resources, placement
 
 
 @transaction.atomic
 def deployment_create(*, user, endpoint: OnlineEndpoint, data: dict) -> OnlineDeployment:
-    """Add a deployment to an endpoint, validated by the seed's rules against its instance type."""
+    """Add a deployment to an endpoint, validated by the seed's rules against its instance type (a managed one placed
+    on a compute cluster of its VM size)."""
     if endpoint.provisioning_state == ProvisioningState.DELETING:
         raise Conflict(f"Online endpoint '{endpoint.name}' is being deleted.")
-    spec, instance_type, resources = _validated_deployment(endpoint, data)
+    if endpoint.is_managed:  # two first deployments must not fix the endpoint on two attachments
+        locked = OnlineEndpoint.objects.select_for_update(of=("self",)).select_related("compute").get(pk=endpoint.pk)
+        endpoint.compute, endpoint.placement = locked.compute, locked.placement
+    spec, instance_type, resources, placement = _validated_deployment(endpoint, data)
     if OnlineDeployment.objects.filter(endpoint=endpoint, name=spec["name"]).exists():
         raise Conflict(f"Endpoint '{endpoint.name}' already has a deployment named '{spec['name']}'.")
+    if placement:
+        fix_endpoint_host(user=user, endpoint=endpoint, placement=placement, deployment=spec["name"])
     deployment = OnlineDeployment.objects.create(
         endpoint=endpoint, name=spec["name"], spec=spec, instance_type=instance_type, resources=resources,
-        instance_count=spec["instance_count"], created_by=user,
+        instance_count=spec["instance_count"], placement=placement, created_by=user,
     )
     audit_record(actor=user, action=AuditAction.CREATE, target_type="online-deployment",
                  target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace,
-                 changes={"instance_type": [None, instance_type or None], "instance_count": [None, deployment.instance_count]})
+                 changes={"instance_type": [None, instance_type or None], "instance_count": [None, deployment.instance_count],
+                          **({"placement": [None, placement["compute"]]} if placement else {})})
+    if placement:
+        _enqueue("reconcile_endpoint", endpoint.pk)  # its route now lives on the attachment
     _enqueue("reconcile_deployment", deployment.pk)
     return deployment
 
 
 @transaction.atomic
 def deployment_update(*, user, deployment: OnlineDeployment, patch: dict) -> OnlineDeployment:
-    """Change a deployment (e.g. instance_count): the whole result is validated again by the same rules."""
+    """Change a deployment (e.g. instance_count): the whole result is validated again by the same rules (a managed one
+    stays where it was placed unless its instance_type changes)."""
     if not isinstance(patch, dict):
         raise _invalid([("", "The body must be a mapping of fields.")], "InvalidDeployment")
     endpoint = deployment.endpoint
@@ -339,15 +319,15 @@ def deployment_update(*, user, deployment: OnlineDeployment, patch: dict) -> Onl
     if "resources" in patch and patch["resources"] == deployment.resources:
         patch = {key: value for key, value in patch.items() if key != "resources"}  # a GET body sent back as it was
     body = {**deployment.spec, **patch}
-    spec, instance_type, resources = _validated_deployment(endpoint, body)
-    changes = changed_fields(deployment.spec, spec)
+    spec, instance_type, resources, placement = _validated_deployment(endpoint, body, deployment.placement)
+    changes = changed_fields({**deployment.spec, "placement": deployment.placement}, {**spec, "placement": placement})
     if not changes:
         return deployment
     deployment.spec, deployment.instance_type, deployment.resources = spec, instance_type, resources
-    deployment.instance_count = spec["instance_count"]
+    deployment.instance_count, deployment.placement = spec["instance_count"], placement
     deployment.generation += 1
     deployment.provisioning_state = ProvisioningState.UPDATING
-    deployment.save(update_fields=["spec", "instance_type", "resources", "instance_count", "generation",
+    deployment.save(update_fields=["spec", "instance_type", "resources", "instance_count", "placement", "generation",
                                    "provisioning_state", "updated_at"])
     audit_record(actor=user, action=AuditAction.UPDATE, target_type="online-deployment",
                  target_name=f"{endpoint.name}/{deployment.name}", workspace=endpoint.workspace, changes=changes)

@@ -90,7 +90,8 @@ def resync_jobs() -> int:
     behind = Q(observed_generation__lt=F("generation")) | Q(deleting=True)
     unplaced = Q(target=Target.SERVERLESS, compute__isnull=True, status__in=ACTIVE)
     # held Queued until its compute cluster's pool is declared (jobs/reconcile/clusters.py)
-    held = Q(compute__type=ComputeType.AMLCOMPUTE, status__in=ACTIVE) & ~Q(runner__submitted=True)
+    unsubmitted = ~Q(runner__has_key="submitted") | Q(runner__submitted=False)  # (NOT on a missing key is NULL)
+    held = Q(compute__type=ComputeType.AMLCOMPUTE, status__in=ACTIVE) & unsubmitted
     stale = timezone.now() - timedelta(seconds=settings.DOCKYARD_JOB_STALE_SECONDS)
     lost_local = Q(target=Target.LOCAL, status__in=ACTIVE) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None))
     ids = list(Job.objects.filter(behind | unplaced | held | lost_local).values_list("pk", flat=True))

@@ -6,6 +6,7 @@ import json
 import random
 
 from . import prepare
+from .admission import admit, admit_update
 from .apply import server_side_apply, track_update
 from .catalog import RULE_CHECKS
 from .clock import Clock
@@ -97,6 +98,7 @@ class Api:
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
         self._place(call, meta)
+        requested = meta.get("name")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = prepare.generated_name(meta["generateName"], self.rng)
         if meta.get("resourceVersion") and operation != "Apply":  # the storage layer's (unmapped, so 500) error
@@ -120,7 +122,8 @@ class Api:
             if rt.has_status and not rt.is_custom:
                 obj.setdefault("status", clone(INITIAL_STATUS.get(rt.kind, {})))
             self._validate(obj, rt, None, missing)
-            self._admit(call, obj)
+            admit(self.store, rt.plural, rt.group, call.namespace, obj, requested,
+                  self.settings.require_serviceaccount)
             if self.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
                 raise already_exists(rt.plural, rt.group, meta["name"])
             if operation != "Apply":
@@ -164,24 +167,13 @@ class Api:
         errors = validate(obj, rt, old)
         if rt.is_custom:
             errors += schema_errors(obj, rt.schema or {})
-            errors += RULE_CHECKS.get(rt.crd or "", lambda _: [])(obj)  # the CEL rules the fake knows (catalog.py)
+            errors += RULE_CHECKS.get(rt.crd or "", lambda *_: [])(obj, old)  # the CEL rules the fake knows (catalog*)
         if rt.kind == "CustomResourceDefinition":
             errors += validate_crd(obj)
         seen = {e.field for e in errors}
         errors += [e for e in missing if e.field not in seen and not any(f.startswith(e.field) for f in seen)]
         if errors:
             raise invalid_object(rt.kind, rt.group, obj["metadata"].get("name", ""), errors)
-
-    def _admit(self, call: Call, obj: dict) -> None:
-        """Admission: pods need their ServiceAccount (the real ServiceAccount admission plugin)."""
-        if call.rt.plural != "pods" or not self.settings.require_serviceaccount:
-            return
-        account = obj["spec"].get("serviceAccountName", "default")
-        if self.store.get(("", "serviceaccounts"), call.namespace or "", account) is None:
-            name = obj["metadata"]["name"]
-            raise forbidden_request(f'pods "{name}" is forbidden: error looking up service account '
-                                    f'{call.namespace}/{account}: serviceaccount "{account}" not found',
-                                    "pods", "", name)
 
     # --- update, patch, apply ------------------------------------------------------------------
 
@@ -329,6 +321,7 @@ class Api:
         new, missing = prepare.decode(new, rt, call.validation, call.warnings)
         meta = new["metadata"]
         prepare.prepare_update(new, old, rt)
+        admit_update(self.store, rt.plural, rt.group, new, old)
         self._validate(new, rt, old, missing)
         if operation != "Apply":
             part = "status" if call.subresource == "status" else "main"

@@ -226,4 +226,22 @@ def httproute_rule_errors(obj: dict) -> list[FieldError]:
     return errors
 
 
-RULE_CHECKS = {f"httproutes.{GATEWAY_GROUP}": httproute_rule_errors}
+def _httproute_rules(obj: dict, old: dict | None = None) -> list[FieldError]:
+    return httproute_rule_errors(obj)
+
+
+def _all_rule_checks() -> dict:
+    """CRD name -> fn(obj, old) giving the CEL rule errors the fake knows (every catalog module's)."""
+    from .catalog_cluster_api import RULE_CHECKS as CLUSTER_API
+    from .catalog_karpenter import RULE_CHECKS as KARPENTER
+    return {f"httproutes.{GATEWAY_GROUP}": _httproute_rules, **KARPENTER, **CLUSTER_API}
+
+
+RULE_CHECKS = _all_rule_checks()
+
+
+def mutate_custom(crd: str | None, obj: dict, old: dict | None) -> None:
+    """Run the defaulting webhook a CRD's controller installs (Cluster API's), if the fake plays one."""
+    from .catalog_cluster_api import MUTATIONS
+    if crd in MUTATIONS:
+        MUTATIONS[crd](obj, old)

@@ -80,8 +80,7 @@ def pod(obj: dict) -> None:
     spec.setdefault("serviceAccountName", "default")
     spec.setdefault("serviceAccount", spec["serviceAccountName"])
     spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    # priority and preemptionPolicy come from the Priority admission plugin (admission.py), not from defaulting
     tolerations = spec.setdefault("tolerations", [])
     for default in DEFAULT_TOLERATIONS:
         if not any(t.get("key") == default["key"] for t in tolerations):
@@ -216,10 +215,15 @@ def crd(obj: dict) -> None:
         names.setdefault("singular", names["kind"].lower())
 
 
+def priority_class(obj: dict) -> None:
+    """SetDefaults_PriorityClass."""
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
 BY_KIND = {
     "Pod": pod, "Job": job, "Deployment": deployment, "ReplicaSet": replicaset, "StatefulSet": statefulset,
     "Service": service, "Namespace": namespace, "PersistentVolumeClaim": pvc, "Secret": secret,
-    "HorizontalPodAutoscaler": hpa, "CustomResourceDefinition": crd,
+    "HorizontalPodAutoscaler": hpa, "CustomResourceDefinition": crd, "PriorityClass": priority_class,
 }
 
 

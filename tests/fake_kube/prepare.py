@@ -6,6 +6,7 @@ import random
 import string
 
 from . import defaults
+from .catalog import mutate_custom
 from .crds import apply_schema_defaults, prune
 from .errors import ApiError, bad_request, required
 from .quantity import QuantityError, canonical
@@ -124,6 +125,7 @@ def _unknown(paths: list[str], rt: ResourceType, validation: str, warnings: list
 def prepare_create(obj: dict, rt: ResourceType) -> None:
     """Defaults and generated fields of a new object (job selectors, service IPs)."""
     if rt.is_custom:
+        mutate_custom(rt.crd, obj, None)
         return
     defaults.apply_defaults(obj)
     if rt.kind == "Job":
@@ -135,6 +137,7 @@ def prepare_create(obj: dict, rt: ResourceType) -> None:
 def prepare_update(new: dict, old: dict, rt: ResourceType) -> None:
     """Defaults and carried-over allocations of an updated object."""
     if rt.is_custom:
+        mutate_custom(rt.crd, new, old)
         return
     defaults.apply_defaults(new)
     if rt.kind == "Service":

@@ -89,12 +89,15 @@ BUILTINS: tuple[ResourceType, ...] = (
                  "HorizontalPodAutoscaler", True, ("hpa",), ("status",), categories=("all",), has_generation=False),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                  "CustomResourceDefinition", False, ("crd", "crds"), ("status",), categories=("api-extensions",)),
+    # PriorityClass: cluster-scoped, no status, no generation (its strategy sets none).
+    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False, ("pc",),
+                 has_generation=False),
     ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
                  "SelfSubjectAccessReview", False, verbs=("create",), has_generation=False),
 )
 
 # Group order in /apis, as kube-apiserver lists them (core groups first).
-GROUP_ORDER = ("apps", "authorization.k8s.io", "autoscaling", "batch", "apiextensions.k8s.io")
+GROUP_ORDER = ("apps", "authorization.k8s.io", "autoscaling", "batch", "apiextensions.k8s.io", "scheduling.k8s.io")
 
 
 class Registry:

@@ -11,6 +11,7 @@ import yaml
 
 from .api import Api
 from .auth import Auth, Rule
+from .autoscalers import AutoscalerControls
 from .catalog import DEFAULT_BUNDLE, httproute_crd
 from .clock import Clock
 from .deletion import delete_object
@@ -22,6 +23,7 @@ from .simulation import Simulation
 from .simulation.cluster import node_manifest
 from .simulation.kubelet import NO_NODE_ADDRESS, PlanRule, PodPlan
 from .store import Store, clone
+from .validation.scheduling import SYSTEM_CLASSES
 
 ADMIN_TOKEN = "fake-kube-admin-token"
 RESTRICTED_TOKEN = "fake-kube-restricted-token"
@@ -29,7 +31,7 @@ READ_ONLY = [Rule(verbs=("get", "list", "watch"))]
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-class FakeKube:
+class FakeKube(AutoscalerControls):
     """Start with `FakeKube().start()` (or as a context manager); point the kubernetes client at `.kubeconfig()`."""
 
     def __init__(self, *, nodes: int = 0, gpu_nodes: int = 0, node_cpu: str = "8", node_memory: str = "32Gi",
@@ -71,6 +73,9 @@ class FakeKube:
         for name in SYSTEM_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
             self.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": name}})
+        for name, (value, description) in SYSTEM_CLASSES.items():  # kube-apiserver creates these at start
+            self.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                         "value": value, "description": description})
         key = self._type("namespaces").key
         with self.store.lock:
             system = self.store.get(key, "", "kube-system")

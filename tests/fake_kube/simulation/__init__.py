@@ -11,13 +11,15 @@ from ..request import Call
 from ..resources import ResourceType
 from ..store import clone
 from . import autoscaling, cluster, housekeeping, jobs, kubelet, workloads
+from .clusterapi import ClusterAutoscaler
 from .events import EventRecorder
+from .karpenter import Karpenter
 
 CONTROLLERS = (housekeeping.establish_crds, housekeeping.namespaces, housekeeping.garbage_collect,
                housekeeping.orphaned_pods, housekeeping.bind_claims, autoscaling.horizontal_pod_autoscalers,
                workloads.deployments, workloads.replicasets, workloads.statefulsets,
-               jobs.jobs, cluster.schedule, kubelet.run_pods, jobs.jobs, workloads.replicasets,
-               workloads.deployments, workloads.statefulsets)
+               jobs.jobs, cluster.schedule, lambda sim: sim.karpenter.run(), lambda sim: sim.cluster_api.run(),
+               kubelet.run_pods, jobs.jobs, workloads.replicasets, workloads.deployments, workloads.statefulsets)
 MAX_PASSES = 8
 
 
@@ -28,6 +30,7 @@ class Simulation:
         self.api, self.store, self.clock = api, api.store, api.clock
         self.events = EventRecorder(self)
         self.kubelet = kubelet.Kubelet(self, pod_start_seconds, job_pod_seconds)
+        self.karpenter, self.cluster_api = Karpenter(self), ClusterAutoscaler(self)
         self.state: dict = {}  # per-controller memory, keyed by controller
         self.changed = False
         self._views: dict = {}  # read caches, valid while the store's resourceVersion stays the same
@@ -134,7 +137,8 @@ class Simulation:
         now = self.now()
         with self.store.lock:
             moments = [m for m in (self.kubelet.next_due(), jobs.next_due(self), housekeeping.next_due(self),
-                                   workloads.next_due(self), autoscaling.next_due(self)) if m is not None and m > now]
+                                   workloads.next_due(self), autoscaling.next_due(self), self.karpenter.next_due(),
+                                   self.cluster_api.next_due()) if m is not None and m > now]
         return min(moments) if moments else None
 
     def advance(self, seconds: float) -> None:

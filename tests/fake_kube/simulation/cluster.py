@@ -145,10 +145,19 @@ def node_reasons(pod: dict, node: dict, used: Counter) -> list[str]:
     return reasons
 
 
-def unschedulable_message(total: int, reasons: Counter, resource_nodes: int) -> str:
-    """`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match ... preemption: ...`."""
+def fit_message(total: int, reasons: Counter) -> str:
+    """`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector.`"""
     if total == 0:
         return "no nodes available to schedule pods"
+    return f"0/{total} nodes are available: " + ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items())) + "."
+
+
+def unschedulable_message(total: int, reasons: Counter, resource_nodes: int, never: bool = False) -> str:
+    """The fit message followed by why preemption did not help (`preemption: 0/3 nodes are available: ...`)."""
+    if total == 0:
+        return "no nodes available to schedule pods"
+    if never:
+        return fit_message(total, reasons) + " preemption: not eligible due to preemptionPolicy=Never."
     parts = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
     preemption = []
     if resource_nodes:
@@ -159,13 +168,16 @@ def unschedulable_message(total: int, reasons: Counter, resource_nodes: int) -> 
 
 
 def schedule(sim) -> None:
-    """Bind each pending pod to the first node that fits, or mark it Unschedulable with the reasons."""
+    """Bind each pending pod (higher priority first) to the first node that fits; else preempt lower-priority pods
+    (simulation.preemption) or mark it Unschedulable with the reasons."""
+    from .preemption import preempt  # (preemption builds on this module's filters)
     nodes = sim.items("nodes")
     pods = sorted((p for p in sim.items("pods") if not p["spec"].get("nodeName")
                    and not p["metadata"].get("deletionTimestamp")
                    and p["spec"].get("schedulerName", SCHEDULER) == SCHEDULER
                    and not p["spec"].get("schedulingGates")),
-                  key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+                  key=lambda p: (-(p["spec"].get("priority") or 0), p["metadata"]["creationTimestamp"],
+                                 p["metadata"]["name"]))
     used = usage(sim) if pods else {}
     for pod in pods:
         reasons: Counter = Counter()
@@ -180,7 +192,10 @@ def schedule(sim) -> None:
             reasons.update(why)
             resource_nodes += any(r.startswith(("Insufficient", "Too many")) for r in why)
         else:
-            _unschedulable(sim, pod, unschedulable_message(len(nodes), reasons, resource_nodes))
+            never = pod["spec"].get("preemptionPolicy") == "Never"
+            if nodes and not never and preempt(sim, pod, nodes, fit_message(len(nodes), reasons)):
+                return  # victims are gone: the next pass binds the preemptor first
+            _unschedulable(sim, pod, unschedulable_message(len(nodes), reasons, resource_nodes, never))
 
 
 def _set_condition(conditions: list, new: dict) -> list:

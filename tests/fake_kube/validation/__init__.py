@@ -5,6 +5,7 @@ from ..errors import FieldError, forbidden
 from ..resources import ResourceType
 from .kinds import validate_kind, validate_kind_update
 from .meta import validate_object_meta
+from .scheduling import priority_class, priority_class_update
 
 NAME_RULE = {"Namespace": "label", "Service": "dns1035"}
 
@@ -14,6 +15,8 @@ def validate(obj: dict, rt: ResourceType, old: dict | None = None) -> list[Field
     errors = validate_object_meta(obj.get("metadata") or {}, rt.namespaced, NAME_RULE.get(rt.kind, "subdomain"))
     if not rt.is_custom:
         errors += validate_kind(obj)
+    if rt.kind == "PriorityClass" and not rt.is_custom:
+        errors += priority_class(obj) + (priority_class_update(obj, old) if old is not None else [])
     if old is not None:
         errors += _meta_update(obj, old)
         if not rt.is_custom:

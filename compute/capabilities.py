@@ -65,12 +65,6 @@ def supports(compute_type: str, workload: str) -> bool:
 # Types Dockyard keeps records of but cannot run anything on yet. Each record says so (`backend` in the API and the
 # studio), and jobs and deployments that name one are refused with the reason instead of waiting in a queue.
 RECORD_ONLY: dict[str, str] = {
-    "amlcompute": (
-        "Records only: Dockyard has no compute-cluster backend yet (a later release builds one on Karpenter), so this "
-        "record runs nothing and jobs or deployments that name it are refused. Its size, tier, instance counts, idle "
-        "time and ssh_settings are stored for that backend, which will give the cluster's nodes the admin user and "
-        "SSH key of ssh_settings."
-    ),
     "computeinstance": (
         "Records only: Dockyard has no compute-instance backend yet (a later release runs one as a pod with its own "
         "volume), so this record runs nothing. Its size, idle shutdown and schedules are stored for that backend."

@@ -1,4 +1,6 @@
 """Changes to compute records: validate, save, bump generation, audit, enqueue reconcile after commit."""
+from dataclasses import replace
+
 from django.db import transaction
 
 from controlplane.api import BadRequest, Conflict, NotFound, PermissionDenied, ValidationError
@@ -11,6 +13,7 @@ from workspaces.models import Workspace
 
 from . import shapes, spec
 from .choices import ComputeType
+from .connections import HOST_KEY
 from .models import Cluster, ComputeTarget, InstanceType
 from .validators import CHECKS
 
@@ -34,10 +37,14 @@ def _kind(compute_type: object) -> spec.ComputeKind:
         raise _invalid(exc.errors) from None
 
 
-def _validated(kind: spec.ComputeKind, data: dict, stored_secrets: dict | None = None) -> tuple[dict, dict, dict]:
-    """Parse a body of `kind`: (common fields, properties, secrets)."""
+def _validated(kind: spec.ComputeKind, data: dict, workspace: Workspace,
+               stored_secrets: dict | None = None) -> tuple[dict, dict, dict]:
+    """Parse a body of `kind` in `workspace`: (common fields, properties, secrets)."""
+    def computes() -> dict[str, str]:  # asked only by the bodies that name another compute (a compute cluster's host)
+        return dict(ComputeTarget.objects.filter(workspace=workspace).values_list("name", "type"))
+
     try:
-        return spec.parse_compute(kind, data, CHECKS, stored_secrets)
+        return spec.parse_compute(kind, data, replace(CHECKS, workspace_computes=computes), stored_secrets)
     except SpecErrors as exc:
         raise _invalid(exc.errors) from None
 
@@ -55,7 +62,7 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
     if not isinstance(data, dict):
         raise ValidationError({"non_field_errors": ["The body must be a mapping of fields."]})
     kind = _kind(data.get("type"))
-    common, properties, secrets = _validated(kind, data)
+    common, properties, secrets = _validated(kind, data, workspace)
     existing = ComputeTarget.objects.filter(workspace=workspace, name=common["name"]).first()
     if existing:
         being = " and is being deleted" if existing.provisioning_state == ProvisioningState.DELETING else ""
@@ -115,7 +122,8 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     kind = _kind(compute.type)
     stored_secrets = compute.secrets
     body = kind.merge_for_update(_stored_body(compute), patch)
-    common, properties, secrets = _validated(kind, body, stored_secrets)
+    common, properties, secrets = _validated(kind, body, compute.workspace, stored_secrets)
+    _refuse_moving_pool(compute, properties)
     before = {**compute.properties, **{key: getattr(compute, key) for key in EDITABLE_COMMON}}
     new_secrets = {**stored_secrets, **{key: value for key, value in secrets.items() if value}}
     compute.properties = properties
@@ -140,9 +148,30 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     return compute
 
 
+def _refuse_moving_pool(compute: ComputeTarget, properties: dict) -> None:
+    """A compute cluster's pool lives on one cluster: moving it would leave the old pool behind, half-used."""
+    host = compute.properties.get(HOST_KEY)
+    if compute.type == ComputeType.AMLCOMPUTE and host and properties.get(HOST_KEY) != host:
+        raise BadRequest(f"A compute cluster cannot move to another kubernetes compute (it lives on '{host}'); delete "
+                         "it and create it again there.", code="ImmutableField", target=HOST_KEY)
+
+
+def _refuse_hosting(compute: ComputeTarget) -> None:
+    """A kubernetes compute's credentials act for the compute clusters that live on it: those go first."""
+    if compute.type != ComputeType.KUBERNETES:
+        return
+    hosted = sorted(ComputeTarget.objects.filter(
+        workspace_id=compute.workspace_id, type=ComputeType.AMLCOMPUTE, **{f"properties__{HOST_KEY}": compute.name},
+    ).values_list("name", flat=True))
+    if hosted:
+        raise BadRequest(f"Compute '{compute.name}' hosts the compute cluster(s) {', '.join(hosted)}; delete them first.",
+                         code="ComputeInUse", target="name")
+
+
 @transaction.atomic
 def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
     """Mark a compute Deleting; reconcile removes what it owns and then the row (a finalizer)."""
+    _refuse_hosting(compute)
     active = compute.jobs.exclude(status__in=ENDED_JOB_STATUSES).count()
     if active:
         raise Conflict(f"Compute '{compute.name}' still has {active} job(s) that have not ended; cancel them first.")

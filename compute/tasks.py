@@ -1,4 +1,5 @@
 """Thin Celery tasks: take the row lock, call reconcile, sort errors; the resync safety net."""
+import logging
 from datetime import timedelta
 from functools import partial
 
@@ -8,12 +9,15 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from controlplane.kube.errors import KubeTransient
 from controlplane.reconciling import ProvisioningState, backoff, locked_run
 
 from . import reconcile
 from .choices import ComputeType
+from .connections import HOST_KEY
 from .models import Cluster, ComputeTarget, InstanceType
 
+logger = logging.getLogger(__name__)
 BATCH = 100  # instance types per batched reconcile task: one status UPDATE each, short enough to retry
 
 
@@ -43,7 +47,8 @@ def locked_batch(task, cluster_id: int, ids: list[int]) -> None:
 def reconcile_compute(self, compute_id: int) -> None:
     """Reconcile one compute record; a cluster that just passed its checks is synced (nodes, imports) at once."""
     compute = locked_run(self, ComputeTarget, compute_id, reconcile.reconcile_compute)
-    if compute is not None and compute.pk and compute.cluster_id and compute.provisioning_state == ProvisioningState.SUCCEEDED:
+    attachment = compute is not None and compute.pk and compute.type == ComputeType.KUBERNETES
+    if attachment and compute.cluster_id and compute.provisioning_state == ProvisioningState.SUCCEEDED:
         sync_cluster.delay(compute.cluster_id)
 
 
@@ -69,12 +74,54 @@ def sync_cluster(self, cluster_id: int) -> None:
         reconcile_cluster_instance_types.delay(cluster_id, behind[start:start + BATCH])
 
 
+def observe_batch(host_id: int | None, ids: list[int]) -> None:
+    """Observe a batch of one attachment's settled compute clusters under their row locks (busy rows are skipped: a
+    reconcile has them). A cluster that does not answer now is looked at again at the next tick."""
+    with transaction.atomic():
+        rows = ComputeTarget.objects.select_for_update(skip_locked=True, of=("self",)).select_related("workspace")
+        records = list(rows.filter(pk__in=ids, provisioning_state=ProvisioningState.SUCCEEDED,
+                                   observed_generation=F("generation")).order_by("pk"))
+        host = ComputeTarget.objects.filter(pk=host_id).select_related("cluster").first() if host_id else None
+        try:
+            if records:
+                reconcile.reconcile_compute_clusters(host, records, changed=set())
+        except KubeTransient as exc:
+            logger.info("Compute clusters of attachment %s not observed this time: %s", host_id, exc)
+
+
+@shared_task(acks_late=True)
+def observe_compute_clusters() -> int:
+    """Every few seconds: observe each Succeeded compute cluster's pool (node counts, idle nodes, the autoscaler's
+    refusals; drift re-applied), one task per attachment and BATCH records; returns the number of tasks."""
+    settled = ComputeTarget.objects.filter(type=ComputeType.AMLCOMPUTE, provisioning_state=ProvisioningState.SUCCEEDED,
+                                           observed_generation=F("generation"))
+    hosts = dict(((workspace, name), pk) for pk, workspace, name in ComputeTarget.objects.filter(
+        type=ComputeType.KUBERNETES, workspace_id__in=settled.values("workspace_id")).values_list("pk", "workspace_id", "name"))
+    groups: dict[int | None, list[int]] = {}
+    for pk, workspace, host in settled.values_list("pk", "workspace_id", f"properties__{HOST_KEY}").order_by("pk"):
+        groups.setdefault(hosts.get((workspace, host)), []).append(pk)
+    sent = 0
+    for host_id, ids in groups.items():
+        for start in range(0, len(ids), BATCH):
+            observe_pools.delay(host_id, ids[start:start + BATCH])
+            sent += 1
+    return sent
+
+
+@shared_task(acks_late=True)
+def observe_pools(host_id: int | None, ids: list[int]) -> None:
+    """Observe a batch of one attachment's compute clusters (statuses written only when they changed)."""
+    observe_batch(host_id, ids)
+
+
 @shared_task(acks_late=True)
 def resync() -> int:
     """Re-enqueue what is behind, deleting or due a check, and resync every attached cluster; returns the count."""
     due = timezone.now() - timedelta(seconds=settings.DOCKYARD_CLUSTER_CHECK_SECONDS)
     pending = Q(observed_generation__lt=F("generation")) | Q(provisioning_state=ProvisioningState.DELETING)
     check = Q(type=ComputeType.KUBERNETES) & (~Q(provisioning_state=ProvisioningState.SUCCEEDED) | Q(checked_at__lt=due) | Q(checked_at=None))
+    # A compute cluster that failed (no autoscaler on the cluster, its attachment not ready) is tried again.
+    check |= Q(type=ComputeType.AMLCOMPUTE) & ~Q(provisioning_state=ProvisioningState.SUCCEEDED)
     computes = list(ComputeTarget.objects.filter(pending | check).values_list("pk", flat=True))
     clusters = list(Cluster.objects.filter(computes__isnull=False).distinct().values_list("pk", flat=True))
     for pk in computes:

@@ -254,8 +254,15 @@ DOCKYARD_KUBE_BURST = int(os.environ.get("DOCKYARD_KUBE_BURST", "40"))
 DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECONDS", "300"))
 # How often artifact storage is collected (assets/collect.py): abandoned uploads, unnamed snapshots, unlisted blobs.
 DOCKYARD_ARTIFACT_COLLECT_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_COLLECT_SECONDS", "3600"))
+# How often compute clusters' node pools are observed (node counts, idle nodes, autoscaler refusals, drift); only
+# Succeeded compute clusters, and a steady pool writes nothing.
+DOCKYARD_POOL_OBSERVE_SECONDS = float(os.environ.get("DOCKYARD_POOL_OBSERVE_SECONDS", "5"))
+# The image of the placeholder pods that hold a compute cluster's min_instances nodes (they only sleep).
+DOCKYARD_PLACEHOLDER_IMAGE = os.environ.get("DOCKYARD_PLACEHOLDER_IMAGE", "registry.k8s.io/pause:3.10")
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
+    "observe-pools": {"task": "compute.tasks.observe_compute_clusters",
+                      "schedule": timedelta(seconds=DOCKYARD_POOL_OBSERVE_SECONDS)},
     "resync-jobs": {"task": "jobs.tasks.resync_jobs", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "resync-endpoints": {"task": "endpoints.tasks.resync_endpoints", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "collect-artifacts": {"task": "assets.tasks.collect_artifacts", "schedule": timedelta(seconds=DOCKYARD_ARTIFACT_COLLECT_SECONDS)},

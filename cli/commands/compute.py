@@ -32,7 +32,22 @@ def size_or_namespace(row: dict) -> str | None:
 def instances(row: dict) -> str | None:
     if row.get("type") != "amlcompute":
         return None
-    return f"{row.get('min_instances', 0)}-{row.get('max_instances', 1)}"
+    status = row.get("status") or {}
+    nodes = f" ({status['current_node_count']} now)" if "current_node_count" in status else ""
+    return f"{row.get('min_instances', 0)}-{row.get('max_instances', 1)}{nodes}"
+
+
+def node_counts(status: dict) -> dict:
+    """A compute cluster's observed pool as `compute show` prints it: the counts in one line, refusals apart."""
+    if "current_node_count" not in status:
+        return {"nodes": "not observed yet"}
+    line = (f"current {status['current_node_count']}, target {status['target_node_count']}, idle "
+            f"{status['idle_node_count']} (max {status['max_node_count']}; {status['scaling'].replace('_', ' ')}; "
+            f"{status['engine']} pool {status['pool']})")
+    shown = {"nodes": line}
+    for index, error in enumerate(status.get("autoscaler_errors") or []):
+        shown[f"autoscaler_error[{index}]"] = error
+    return shown
 
 
 COMPUTE_COLUMNS = (
@@ -82,6 +97,8 @@ def show_compute(state: State, name: str) -> None:
         item = client.get(computes_path(workspace, name)).body
     except ApiError as error:
         raise not_found_in_workspace(client, workspace, name, error) from None
+    if state.output == "table" and item.get("type") == "amlcompute":
+        item = {**{key: value for key, value in item.items() if key != "status"}, **node_counts(item.get("status") or {})}
     print_item(item, state.output)
 
 

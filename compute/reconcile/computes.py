@@ -1,4 +1,5 @@
-"""Compute records: attachments of Kubernetes clusters are checked; other types are records only (for now)."""
+"""Compute records: attachments of Kubernetes clusters are checked, compute clusters get their node pool; other
+types are records only (for now)."""
 import logging
 import time
 
@@ -12,6 +13,7 @@ from ..choices import ComputeType
 from ..connections import connection_for
 from ..manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, instance_type_crd
 from ..models import Cluster, ComputeTarget
+from .clusters import delete_compute_cluster, reconcile_compute_cluster
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +32,15 @@ CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 def reconcile_compute(compute: ComputeTarget) -> None:
     """Reconcile one compute record (the caller holds its row lock)."""
     if compute.provisioning_state == ProvisioningState.DELETING:
+        if compute.type == ComputeType.AMLCOMPUTE and not delete_compute_cluster(compute):
+            raise kube.KubeTransient(f"The node pool of compute cluster '{compute.name}' is being deleted.", retry_after=5)
         logger.info("Deleted compute %s", compute.name)
         compute.delete()
         return
     if compute.type == ComputeType.KUBERNETES:
         check_attachment(compute)
+    elif compute.type == ComputeType.AMLCOMPUTE:
+        reconcile_compute_cluster(compute)
     else:
         # Managed and attached types are records until their runners arrive: nothing outside the database yet.
         record_status(compute, ProvisioningState.SUCCEEDED, [])

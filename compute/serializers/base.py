@@ -11,6 +11,7 @@ from rest_framework.fields import empty
 from controlplane.reconciling import ProvisioningState
 
 from ..capabilities import RECORD_ONLY
+from ..choices import ComputeType
 from ..models import ComputeTarget
 from ..spec import KINDS
 
@@ -92,6 +93,7 @@ def compute_as_dict(compute: ComputeTarget) -> dict:
         "provisioning_state": compute.provisioning_state,
         "provisioning_errors": compute.provisioning_errors,
         "backend": RECORD_ONLY.get(compute.type),
+        **({"status": compute.status} if compute.type == ComputeType.AMLCOMPUTE else {}),
         "secrets_set": compute.secret_fields,
         "created_by": creator_name(compute),
         "created_on": compute.created_at,

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from ..choices import ComputeType, Tier
 from ..spec.rules import USERNAME
 from .base import ComputeSerializer, StrictSerializer, secret_field
+from .pools import ClusterApiSerializer, NodeClassRefSerializer, PoolStatusSerializer
 
 USERNAME_FIELD = {"regex": USERNAME, "max_length": 64,
                   "error_messages": {"invalid": "Must be a user name: letters, digits, '_', '.', '-'."}}
@@ -23,15 +24,13 @@ class KubernetesComputeSerializer(ComputeSerializer):
     in_cluster = serializers.BooleanField(
         required=False, default=False, help_text="use the service account of the pod Dockyard runs in, instead of a kubeconfig"
     )
+    karpenter_node_class = NodeClassRefSerializer(
+        required=False, help_text="the nodeClassRef of the NodePools of compute clusters on this cluster (default: "
+                                  "karpenter.azure.com AKSNodeClass default)")
+    cluster_api = ClusterApiSerializer(
+        required=False, help_text="what a Cluster API MachineDeployment needs, where the cluster has Cluster API and "
+                                  "cluster-autoscaler instead of Karpenter")
     server = serializers.CharField(read_only=True)
-
-
-class AmlSshSettingsSerializer(StrictSerializer):
-    """SSH access to a compute cluster's nodes (Azure ML's ssh_settings): the user shown, password and key write-only."""
-
-    admin_username = serializers.RegexField(**USERNAME_FIELD)
-    admin_password = secret_field(min_length=8, max_length=128)
-    ssh_key_value = secret_field(max_length=16384, help_text="an OpenSSH public key, e.g. ssh-ed25519 AAAA... user@host")
 
 
 class AmlComputeSerializer(ComputeSerializer):
@@ -44,7 +43,10 @@ class AmlComputeSerializer(ComputeSerializer):
     idle_time_before_scale_down = serializers.IntegerField(
         min_value=0, max_value=365 * 86400, required=False, default=120, help_text="seconds"
     )
-    ssh_settings = AmlSshSettingsSerializer(required=False, help_text="admin_username shown; admin_password and ssh_key_value write-only")
+    kubernetes_compute = serializers.CharField(
+        required=False, max_length=64,
+        help_text="the kubernetes compute of this workspace the cluster lives on (default: the workspace's only one)")
+    status = PoolStatusSerializer(read_only=True)
 
 
 class TriggerSerializer(StrictSerializer):

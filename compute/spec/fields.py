@@ -44,6 +44,9 @@ class Checks:
     cluster: Callable[[str, str | None], dict]  # kubeconfig, context -> {context, server, namespace}, the server checked
     in_cluster_server: Callable[[], tuple[str | None, str]]  # the host and port of the API server Dockyard runs under
     secrets: dict = field(default_factory=dict)
+    # The computes of the body's workspace, {name: type}: a compute cluster names the kubernetes compute it lives on.
+    # Asked only by the bodies that need it (services hand in a lazy lookup per workspace).
+    workspace_computes: Callable[[], dict[str, str]] = dict
 
 
 Rule = Callable[[object, Checks], str | None]  # a value -> why it is wrong, or None

@@ -6,9 +6,10 @@ on purpose say why (`refused`); the few kept as given without acting on them are
 from controlplane.specs import enum_choice, tag_map_problem
 
 from .. import vmsizes
-from .fields import Boolean, Checks, Choice, Field, Integer, Invalid, Json, Mapping, Pattern, Refused, Text, rule
+from .autoscalers import ClusterApi, NodeClassRef
+from .fields import Boolean, Checks, Choice, Field, Integer, Invalid, Json, Mapping, Refused, Text, rule
 from .forms import Form, problem
-from .rules import USERNAME, compute_name_problem, namespace_problem, node_selector_problem, public_key_problem
+from .rules import compute_name_problem, namespace_problem, node_selector_problem
 
 # Fields of Azure ML's YAML that Dockyard keeps as given without acting on them, so files load unchanged.
 KEPT_AS_GIVEN = ("location", "identity", "network_settings", "enable_node_public_ip", "ssh_public_access_enabled")
@@ -100,6 +101,14 @@ def size_rule(target: str):
     return lambda value, checks: vmsizes.size_problem(value, target, checks.today())
 
 
+def shape_problem(size: str) -> str | None:
+    """A compute cluster's nodes get whole-node pods: the size's vCPUs, memory and GPUs must be known."""
+    if vmsizes.vm_size(size) is None:
+        return (f"Dockyard does not know the vCPUs and memory of '{size}', so it cannot size its nodes' pods; pick a "
+                "size GET /api/v1/vm-sizes/ lists with them.")
+    return None
+
+
 class Kubernetes(ComputeKind):
     compute_type = "kubernetes"
     secret_fields = ("kubeconfig",)
@@ -118,6 +127,8 @@ class Kubernetes(ComputeKind):
         "namespace": Text(required=False, default="default", rules=(rule(namespace_problem),)),
         "node_selector": Mapping(Text(allow_blank=True, max_length=63), required=False, default=dict),
         "in_cluster": Boolean(required=False, default=False),
+        "karpenter_node_class": NodeClassRef(required=False),
+        "cluster_api": ClusterApi(required=False),
     }
 
     @classmethod
@@ -160,46 +171,70 @@ class Kubernetes(ComputeKind):
         return values
 
 
-class AmlSshSettings(Form):
-    """SSH access to a compute cluster's nodes (Azure ML's ssh_settings): the user shown, password and key write-only."""
+# Why a compute cluster refuses Azure ML's fields that describe Azure VMs: its nodes are made by the cluster's
+# autoscaler from the node class (Karpenter) or the machine templates (Cluster API) the kubernetes compute names.
+_NODES_BY_AUTOSCALER = ("A compute cluster's nodes are made by the attached cluster's autoscaler from its node class "
+                        "(Karpenter) or machine templates (Cluster API)")
+AML_REFUSED = {
+    "identity": f"{_NODES_BY_AUTOSCALER}, which decide the identity nodes run with; Dockyard cannot give one compute "
+                "cluster an Azure managed identity. Remove identity (set it on the node class).",
+    "network_settings": f"{_NODES_BY_AUTOSCALER}, which decide the network and subnet of the nodes. Remove "
+                        "network_settings (set the subnet on the node class).",
+    "enable_node_public_ip": f"{_NODES_BY_AUTOSCALER}, which decide whether nodes get public addresses. Remove "
+                             "enable_node_public_ip.",
+    "ssh_public_access_enabled": f"{_NODES_BY_AUTOSCALER}; Dockyard opens no SSH access to them. Remove "
+                                 "ssh_public_access_enabled.",
+    "ssh_settings": f"{_NODES_BY_AUTOSCALER}, which set the nodes' users and SSH keys; Dockyard cannot give one "
+                    "compute cluster its own admin user or key. Remove ssh_settings.",
+}
 
-    fields = {
-        "admin_username": Pattern(USERNAME, max_length=64, messages={"invalid": USERNAME_MESSAGE}),
-        "admin_password": secret(min_length=8, max_length=128),
-        "ssh_key_value": secret(max_length=16384),
-    }
 
-    def check_ssh_key_value(self, value: str, checks: Checks) -> str:
-        message = public_key_problem(value)
-        if message:
-            raise problem("", message)
-        return value
+def _host_problem(name: str | None, computes: dict[str, str]) -> str | None:
+    """Why `name` cannot host a compute cluster (None when it can); `computes` are the workspace's {name: type}.
+    No name is fine when the workspace has exactly one kubernetes compute."""
+    hosts = sorted(key for key, kind in computes.items() if kind == "kubernetes")
+    if name is None:
+        if not hosts:
+            return ("A compute cluster lives on an attached Kubernetes cluster and this workspace has none; attach one "
+                    "(type: kubernetes) first, then name it in kubernetes_compute.")
+        return None if len(hosts) == 1 else (f"Several kubernetes computes could host this compute cluster "
+                                             f"({', '.join(hosts)}); name one in kubernetes_compute.")
+    listed = f"the kubernetes computes here: {', '.join(hosts)}" if hosts else "this workspace has no kubernetes compute"
+    if name not in computes:
+        return f"There is no compute named '{name}' in this workspace; {listed}."
+    if computes[name] != "kubernetes":
+        return f"'{name}' is a {computes[name]} compute; a compute cluster lives on a kubernetes compute ({listed})."
+    return None
 
 
 class AmlCompute(ComputeKind):
     compute_type = "amlcompute"
-    kept_as_given = KEPT_AS_GIVEN
-    secret_fields = ("ssh_settings.admin_password", "ssh_settings.ssh_key_value")
+    # An Azure region means nothing on an attached cluster (the nodes are where it runs); kept and shown, so the
+    # Azure ML files that name one load unchanged (compute/spec/audit.py says so).
+    kept_as_given = ("location",)
+    refused = AML_REFUSED
+    shown = ("status",)
     own = {
-        "size": Text(required=False, default="Standard_DS3_v2", rules=(size_rule(vmsizes.CLUSTER),)),
+        "size": Text(required=False, default="Standard_DS3_v2", rules=(size_rule(vmsizes.CLUSTER), rule(shape_problem))),
         "tier": Choice(TIERS, required=False, default="dedicated"),
         "min_instances": Integer(minimum=0, maximum=10000, required=False, default=0),
         "max_instances": Integer(minimum=1, maximum=10000, required=False, default=1),
         "idle_time_before_scale_down": Integer(minimum=0, maximum=365 * 86400, required=False, default=120),
-        "ssh_settings": AmlSshSettings(required=False),
+        "kubernetes_compute": Text(required=False, max_length=64),
     }
 
     def validate(self, values: dict, checks: Checks) -> dict:
         if values["min_instances"] > values["max_instances"]:
             raise problem("min_instances", f"min_instances ({values['min_instances']}) must not exceed max_instances "
                                            f"({values['max_instances']}).")
-        if "ssh_settings" in values:
-            values.update(self._ssh_secrets(dict(values["ssh_settings"]), checks.secrets))
-        return values
+        values["size"] = vmsizes.vm_size(values["size"]).name
+        return {**values, "kubernetes_compute": self._host(values.get("kubernetes_compute"), checks)}
 
-    def _ssh_secrets(self, ssh: dict, stored: dict) -> dict:
-        """Move the password and key out of the stored properties into the encrypted secrets."""
-        secrets = {f"ssh_settings.{key}": ssh.pop(key) for key in ("admin_password", "ssh_key_value") if ssh.get(key)}
-        if not any(secrets.get(key) or stored.get(key) for key in self.secret_fields):
-            raise problem("ssh_settings.admin_password", "Give admin_password or ssh_key_value.")
-        return {"ssh_settings": ssh, **secrets}
+    @staticmethod
+    def _host(name: str | None, checks: Checks) -> str:
+        """The kubernetes compute named, or the workspace's only one when none is named (Azure ML's files name none)."""
+        computes = checks.workspace_computes()
+        message = _host_problem(name, computes)
+        if message:
+            raise problem("kubernetes_compute", message)
+        return name or next(key for key, kind in computes.items() if kind == "kubernetes")

@@ -49,8 +49,20 @@ def body(compute_type: str, **overrides) -> dict:
 
 
 def create_compute(workspace, user, compute_type: str = "amlcompute", **overrides) -> ComputeTarget:
-    """A compute made the way the API makes it (validated, audited)."""
+    """A compute made the way the API makes it (validated, audited); a compute cluster gets a kubernetes compute to
+    live on (`host`) when the workspace has none."""
+    if compute_type == "amlcompute" and "kubernetes_compute" not in overrides:
+        host(workspace)
     return compute_create(user=user, workspace=workspace, data=body(compute_type, **overrides))
+
+
+def host(workspace, name: str = "k8s") -> ComputeTarget:
+    """The workspace's kubernetes compute a compute cluster lives on: the first one, or a stored `k8s` (unchecked)."""
+    existing = ComputeTarget.objects.filter(workspace=workspace, type=ComputeType.KUBERNETES).order_by("pk").first()
+    if existing is not None:
+        return existing
+    return ComputeTarget.objects.create(workspace=workspace, name=name, type=ComputeType.KUBERNETES,
+                                        properties=dict(STORED_PROPERTIES["kubernetes"]))
 
 
 def as_checked(compute: ComputeTarget) -> ComputeTarget:
@@ -70,7 +82,8 @@ def as_checked(compute: ComputeTarget) -> ComputeTarget:
 # What the serializers store for each type's VALID_BODIES entry (secrets aside).
 STORED_PROPERTIES = {
     "kubernetes": {"context": "dev", "namespace": "ml", "node_selector": {}, "in_cluster": False, "server": "https://10.0.0.1:6443"},
-    "amlcompute": {"size": "Standard_DS3_v2", "tier": "dedicated", "min_instances": 0, "max_instances": 4, "idle_time_before_scale_down": 120},
+    "amlcompute": {"size": "Standard_DS3_v2", "tier": "dedicated", "min_instances": 0, "max_instances": 4, "idle_time_before_scale_down": 120,
+                   "kubernetes_compute": "k8s"},
     "computeinstance": {"size": "Standard_DS3_v2", "idle_time_before_shutdown_minutes": 30, "idle_time_before_shutdown": "PT30M",
                         "schedules": {"compute_start_stop": []}},
     "virtualmachine": {"address": "10.0.0.5", "ssh_port": 22, "admin_username": "azureuser"},

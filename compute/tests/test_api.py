@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from compute.models import ComputeTarget
-from compute.tests.factories import PRIVATE_KEY, STORED_PROPERTIES, VALID_BODIES, body, create_compute, kubeconfig
+from compute.tests.factories import PRIVATE_KEY, STORED_PROPERTIES, VALID_BODIES, body, create_compute, host, kubeconfig
 from controlplane.reconciling import ProvisioningState
 from tests.support import assert_error
 from workspaces.models import AuditEvent
@@ -31,18 +31,21 @@ COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisio
 def test_create_each_type(owner_api, workspace, compute_type, secrets, django_capture_on_commit_callbacks):
     fields = STORED_PROPERTIES[compute_type]  # the type's fields with their defaults filled in
     data = body(compute_type, description="made in a test", tags={"team": "a"})
+    runs = compute_type in ("kubernetes", "amlcompute")
+    if compute_type == "amlcompute":
+        host(workspace)  # the workspace's only kubernetes compute: where the compute cluster lives
     with django_capture_on_commit_callbacks() as callbacks:
         response = owner_api.post(URL, data, format="json")
     assert response.status_code == 201, response.json()
     created = response.json()
-    assert set(created) == COMMON | set(fields)
+    assert set(created) == COMMON | set(fields) | ({"status"} if compute_type == "amlcompute" else set())
     assert {key: created[key] for key in fields} == fields
     assert (created["name"], created["type"], created["description"], created["tags"]) == (data["name"], compute_type, "made in a test", {"team": "a"})
     assert (created["provisioning_state"], created["provisioning_errors"], created["created_by"]) == ("Creating", [], "olivia")
     assert created["secrets_set"] == secrets
-    # Only a kubernetes compute runs work today; every other record says it runs nothing, and why.
-    assert (created["backend"] is None) is (compute_type == "kubernetes")
-    assert compute_type == "kubernetes" or created["backend"].startswith("Records only: ")
+    # Kubernetes computes and compute clusters run work; every other record says it runs nothing, and why.
+    assert (created["backend"] is None) is runs
+    assert runs or created["backend"].startswith("Records only: ")
     assert len(callbacks) == 1  # a reconcile is enqueued once the record is committed
     compute = ComputeTarget.objects.get(workspace=workspace, name=data["name"])
     assert (compute.generation, compute.observed_generation) == (1, 0)
@@ -379,6 +382,7 @@ def test_compute_types_rows(owner_api):
 )
 def test_amlcompute_tier_in_any_case_is_stored_canonical(owner_api, workspace, written, stored):
     """Azure ML's schema lower-cases enum values before checking; its REST API writes LowPriority."""
+    host(workspace)
     response = owner_api.post(URL, body("amlcompute", type="AmlCompute", tier=written), format="json")
     assert response.status_code == 201, response.json()
     assert (response.json()["type"], response.json()["tier"]) == ("amlcompute", stored)

@@ -16,6 +16,20 @@ KUBERNETES_ACTS = {
     "kubeconfig": "the credentials every check and reconcile uses", "context": "the kubeconfig context used",
     "namespace": "where jobs and deployments run", "node_selector": "added to every instance type's selector",
     "in_cluster": "use Dockyard's own service account",
+    "karpenter_node_class": "the nodeClassRef of its compute clusters' NodePools",
+    **{f"karpenter_node_class.{key}": "the NodePools' nodeClassRef" for key in ("group", "kind", "name")},
+    "cluster_api": "its compute clusters' MachineDeployments", "cluster_api.cluster_name": "spec.clusterName",
+    "cluster_api.namespace": "where the MachineDeployments live", "cluster_api.version": "the machines' version",
+    "cluster_api.bootstrap_config_template": "bootstrap.configRef",
+    **{f"cluster_api.bootstrap_config_template.{key}": "bootstrap.configRef" for key in ("api_group", "kind", "name")},
+    "cluster_api.infrastructure_templates": "infrastructureRef of the size",
+    "cluster_api.low_priority_infrastructure_templates": "infrastructureRef of the size, tier low_priority",
+}
+# What a compute cluster does with each of its own fields (compute/manifests/pools.py, compute/reconcile/clusters.py).
+AMLCOMPUTE_ACTS = {
+    "size": "requirement node.kubernetes.io/instance-type", "tier": "requirement karpenter.sh/capacity-type",
+    "min_instances": "placeholder replicas", "max_instances": "limits.nodes",
+    "idle_time_before_scale_down": "disruption.consolidateAfter", "kubernetes_compute": "the cluster and credentials",
 }
 
 
@@ -37,8 +51,13 @@ def test_stored_only_names_only_accepted_fields_each_with_a_sentence():
         assert why.endswith(".") and len(why) > 40, path
 
 
+def test_every_amlcompute_field_is_acted_on_but_its_region():
+    assert ACCEPTED_FIELDS["amlcompute"] - SHOWN_OR_VALIDATED == {*AMLCOMPUTE_ACTS, "location"}
+    assert [key for key in STORED_ONLY if key.startswith("amlcompute.")] == ["amlcompute.location"]
+
+
 def test_every_type_is_either_run_or_record_only():
-    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes"}
+    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes", "amlcompute"}
 
 
 def test_the_instance_type_parser_stores_nothing_inert():

@@ -10,6 +10,7 @@ from django.db import connection, models
 
 from compute.models import ComputeTarget
 from compute.tests.factories import PRIVATE_KEY, body, create_compute, kubeconfig
+from tests.support import assert_error
 from workspaces.models import AuditEvent
 
 URL = "/api/v1/workspaces/team-a/computes/"
@@ -30,10 +31,6 @@ SECRETS = [
     ("vm-password", "virtualmachine", "admin_password", lambda secret: secret),
     ("dbx", "databricks", "access_token", lambda secret: secret),
     ("batch", "batch", "account_key", lambda secret: secret),
-    # Azure ML's ssh_settings of a compute cluster: the password and the key are write-only (the key's comment holds the marker)
-    ("aml-password", "amlcompute", "ssh_settings", lambda secret: {"admin_username": "azureuser", "admin_password": secret}),
-    ("aml-key", "amlcompute", "ssh_settings",
-     lambda secret: {"admin_username": "azureuser", "ssh_key_value": f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB {secret}"}),
 ]
 
 
@@ -157,23 +154,13 @@ def test_patch_without_the_secret_keeps_it(owner_api, workspace, name, compute_t
     assert ComputeTarget.objects.get(name=name).secrets == {field: secret}
 
 
-def test_amlcompute_ssh_settings_show_the_user_and_keep_password_and_key_encrypted(owner_api, workspace):
-    password, key = marker("password"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB me@laptop"
-    ssh = {"admin_username": "azureuser", "admin_password": password, "ssh_key_value": key}
-    created = owner_api.post(URL, body("amlcompute", ssh_settings=ssh), format="json")
-    assert created.status_code == 201, created.json()
-    assert created.json()["ssh_settings"] == {"admin_username": "azureuser"}
-    assert created.json()["secrets_set"] == ["ssh_settings.admin_password", "ssh_settings.ssh_key_value"]
-    assert "ssh_settings" in created.json()["backend"]  # says the settings are stored for a backend still to come
-    compute = ComputeTarget.objects.get(name="cpu-cluster")
-    assert compute.secrets == {"ssh_settings.admin_password": password, "ssh_settings.ssh_key_value": key}
-    assert password not in compute.secrets_encrypted and password not in json.dumps(compute.properties)
-    # A patch that names only the user keeps the password and the key.
-    changed = owner_api.patch(URL + "cpu-cluster/", {"ssh_settings": {"admin_username": "ops"}}, format="json")
-    assert changed.status_code == 200, changed.json()
-    assert changed.json()["ssh_settings"] == {"admin_username": "ops"}
-    compute.refresh_from_db()
-    assert compute.secrets == {"ssh_settings.admin_password": password, "ssh_settings.ssh_key_value": key}
+def test_amlcompute_ssh_settings_are_refused_and_their_password_is_not_repeated(owner_api, workspace):
+    """A compute cluster's nodes get their users and keys from the cluster's node class: refused, nothing kept."""
+    password = marker("password")
+    ssh = {"admin_username": "azureuser", "admin_password": password}
+    response = owner_api.post(URL, body("amlcompute", ssh_settings=ssh), format="json")
+    assert "node class" in str(assert_error(response, 400, "ValidationError", "ssh_settings"))
+    assert password not in response.content.decode() and not ComputeTarget.objects.filter(name="cpu-cluster").exists()
 
 
 def test_both_ssh_secrets_are_listed_when_both_are_set(owner_api, workspace):

@@ -7,6 +7,8 @@ PLURALS = {
     "InstanceType": "instancetypes", "SelfSubjectAccessReview": "selfsubjectaccessreviews",
     "HTTPRoute": "httproutes", "HorizontalPodAutoscaler": "horizontalpodautoscalers",
     "StatefulSet": "statefulsets", "PersistentVolumeClaim": "persistentvolumeclaims", "Secret": "secrets",
+    "NodePool": "nodepools", "NodeClaim": "nodeclaims", "MachineDeployment": "machinedeployments",
+    "PriorityClass": "priorityclasses",
 }
 
 

@@ -7,7 +7,7 @@ by its Azure ID instead, and each such case says so.
 import pytest
 
 from compute.models import ComputeTarget
-from compute.tests.factories import PRIVATE_KEY, kubeconfig
+from compute.tests.factories import PRIVATE_KEY, host, kubeconfig
 from tests.compat.support import YamlRoute
 
 URL = "/api/v1/workspaces/team-a/computes/"
@@ -19,7 +19,7 @@ ROUTE = YamlRoute(URL, (ComputeTarget,))
 post, created, refused = ROUTE.post, ROUTE.created, ROUTE.refused
 
 
-# --- amlcompute (compute cluster): a record until the Karpenter backend lands ---------------------------------
+# --- amlcompute (compute cluster): Azure ML's published cluster files, on the workspace's kubernetes compute --------
 
 AML_MINIMAL = f"""\
 $schema: {SCHEMA}/amlCompute.schema.json
@@ -30,68 +30,117 @@ min_instances: 0
 max_instances: 2
 idle_time_before_scale_down: 120
 """
+# azureml-examples cli/resources/compute/: the files as published (names, sizes and values are theirs).
+PUBLISHED = {
+    "cluster-minimal.yml": f"$schema: {SCHEMA}/amlCompute.schema.json \nname: minimal-example\ntype: amlcompute\n",
+    "cluster-basic.yml": f"""\
+$schema: {SCHEMA}/amlCompute.schema.json 
+name: basic-example
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+""",
+    "cluster-location.yml": f"""\
+$schema: {SCHEMA}/amlCompute.schema.json 
+name: location-example
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+location: westus
+""",
+    "cluster-low-priority.yml": f"""\
+$schema: {SCHEMA}/amlCompute.schema.json 
+name: low-pri-example
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+tier: low_priority
+""",
+}
+REFUSED_PUBLISHED = {
+    "cluster-ssh-password.yml": ("ssh_settings", """\
+name: ssh-example
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+ssh_settings:
+  admin_username: example-user
+  admin_password: example-password
+"""),
+    "cluster-system-identity.yml": ("identity", """\
+name: basic-example-sys
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+identity:
+  type: system_assigned
+"""),
+    "cluster-user-identity.yml": ("identity", """\
+name: basic-example-user
+type: amlcompute
+size: STANDARD_DS3_v2
+min_instances: 0
+max_instances: 2
+idle_time_before_scale_down: 120
+identity:
+  type: user_assigned
+  user_assigned_identities:
+    - resource_id: "identity_resource_id"
+"""),
+}
 
 
-def test_amlcompute_minimal_is_stored_and_says_it_runs_nothing(owner_api, workspace):
-    body = created(owner_api, AML_MINIMAL)
-    assert (body["min_instances"], body["max_instances"], body["idle_time_before_scale_down"], body["tier"]) == (0, 2, 120, "dedicated")
-    assert body["backend"].startswith("Records only: Dockyard has no compute-cluster backend yet")
+@pytest.fixture
+def kubernetes_compute(workspace):
+    """The workspace's only kubernetes compute: Azure ML's files name none, so their clusters live on it."""
+    return host(workspace)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_cluster_files_load_unchanged_on_the_only_kubernetes_compute(owner_api, kubernetes_compute, name):
+    body = created(owner_api, PUBLISHED[name])
+    assert (body["kubernetes_compute"], body["backend"], body["status"]) == ("k8s", None, {})
+    assert body["size"] == "Standard_DS3_v2"  # the catalog's spelling of STANDARD_DS3_v2 (the minimal file: the default)
+
+
+def test_the_published_files_fields_are_what_the_pool_gets(owner_api, kubernetes_compute):
+    body = created(owner_api, PUBLISHED["cluster-low-priority.yml"])
+    assert (body["min_instances"], body["max_instances"], body["idle_time_before_scale_down"], body["tier"]) == (0, 2, 120, "low_priority")
+    assert created(owner_api, PUBLISHED["cluster-location.yml"])["location"] == "westus"  # kept and shown (a region)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_PUBLISHED))
+def test_published_cluster_files_with_azure_vm_settings_are_refused_with_the_reason(owner_api, kubernetes_compute, name):
+    field, text = REFUSED_PUBLISHED[name]
+    assert "node class" in refused(owner_api, text, field)
 
 
 @pytest.mark.parametrize("tier, stored", [("low_priority", "low_priority"), ("LowPriority", "low_priority"),
                                           ("dedicated", "dedicated"), ("Dedicated", "dedicated")])
-def test_amlcompute_tier_in_either_spelling(owner_api, workspace, tier, stored):
+def test_amlcompute_tier_in_either_spelling(owner_api, kubernetes_compute, tier, stored):
     assert created(owner_api, AML_MINIMAL + f"tier: {tier}\n")["tier"] == stored
 
 
-def test_amlcompute_with_ssh_settings_stores_them_write_only(owner_api, workspace):
-    body = created(owner_api, AML_MINIMAL + f"""\
-ssh_public_access_enabled: true
-ssh_settings:
-  admin_username: azureuser
-  admin_password: Pa55-word-for-nodes
-  ssh_key_value: {PUBLIC_KEY}
-""")
-    assert body["ssh_settings"] == {"admin_username": "azureuser"} and body["ssh_public_access_enabled"] is True
-    assert body["secrets_set"] == ["ssh_settings.admin_password", "ssh_settings.ssh_key_value"]
-    assert "Pa55-word-for-nodes" not in str(body) and "AAAAB3Nza" not in str(body)
-    assert "ssh_settings" in body["backend"]  # what they will do, and that today nothing uses them
-    stored = ComputeTarget.objects.get(name="cpu-cluster")
-    assert stored.secrets["ssh_settings.admin_password"] == "Pa55-word-for-nodes"
+def test_a_cluster_file_without_a_kubernetes_compute_to_live_on_is_refused(owner_api, workspace):
+    assert "attach one (type: kubernetes) first" in refused(owner_api, PUBLISHED["cluster-basic.yml"], "kubernetes_compute")
 
 
-def test_amlcompute_ssh_key_must_be_the_public_one(owner_api, workspace):
-    key = "".join(f"    {line}\n" for line in PRIVATE_KEY.splitlines())
-    message = refused(owner_api, AML_MINIMAL + f"ssh_settings:\n  admin_username: azureuser\n  ssh_key_value: |\n{key}",
-                      "ssh_settings.ssh_key_value")
-    assert "private key" in message
-
-
-@pytest.mark.parametrize("written, stored", [("SystemAssigned", "system_assigned"), ("user_assigned", "user_assigned"),
-                                             ("SystemAssigned,UserAssigned", "system_assigned,user_assigned")])
-def test_amlcompute_identity_type_in_any_spelling(owner_api, workspace, written, stored):
-    body = created(owner_api, AML_MINIMAL + f"identity:\n  type: {written}\n")
-    assert body["identity"] == {"type": stored}
-
-
-def test_amlcompute_unknown_identity_type_is_refused(owner_api, workspace):
-    assert "system_assigned" in refused(owner_api, AML_MINIMAL + "identity:\n  type: Borrowed\n", "identity.type")
-
-
-def test_amlcompute_with_identity_and_network_settings_is_stored(owner_api, workspace):
-    body = created(owner_api, AML_MINIMAL + """\
-location: westus
-enable_node_public_ip: false
-identity:
-  type: user_assigned
-  user_assigned_identities:
-    - resource_id: /subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id1
-network_settings:
-  vnet_name: my-vnet
-  subnet: default
-""")
-    assert body["identity"]["type"] == "user_assigned" and body["network_settings"]["subnet"] == "default"
-    assert body["location"] == "westus" and body["enable_node_public_ip"] is False
+@pytest.mark.parametrize("field, yaml_value", [
+    ("network_settings", "\n  vnet_name: my-vnet\n  subnet: default"), ("enable_node_public_ip", " false"),
+    ("ssh_public_access_enabled", " true"),
+])
+def test_amlcompute_azure_network_fields_are_refused_with_the_reason(owner_api, kubernetes_compute, field, yaml_value):
+    assert "autoscaler" in refused(owner_api, AML_MINIMAL + f"{field}:{yaml_value}\n", field)
 
 
 # --- computeinstance: schedules in both time-zone forms ----------------------------------------------------------
@@ -218,7 +267,7 @@ def test_kubernetes_identity_is_refused_with_the_reason(owner_api, workspace):
 
 
 def test_work_sent_to_a_record_only_compute_is_refused_with_the_reason_not_queued(owner_api, workspace):
-    created(owner_api, AML_MINIMAL)
+    created(owner_api, CI_MINIMAL.replace("minimal-example-i", "cpu-cluster"))
     job = "command: echo hello\nenvironment:\n  image: python:3.11-slim\ncompute: azureml:cpu-cluster\n"
     response = owner_api.post("/api/v1/workspaces/team-a/jobs/", job, content_type="application/yaml")
     assert response.status_code == 400, response.json()

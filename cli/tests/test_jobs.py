@@ -507,6 +507,9 @@ def test_ctrl_c_stops_following_and_says_how_to_resume(live_server, owner, works
 
 
 def test_apply_submits_a_job_once_and_then_reports_it_unchanged(dockyard, workspace, tmp_path):
+    from compute.tests.factories import host
+
+    host(workspace)  # the kubernetes compute the compute cluster lives on
     document = {**HELLO, "name": "nightly", "display_name": "Nightly", "tags": {"run": 1}, "resources": {"instance_count": 1}}
     path = write_yaml(tmp_path / "all.yml", {"name": "cpu", "type": "amlcompute"}, document)
 

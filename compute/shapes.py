@@ -10,7 +10,7 @@ from controlplane.kube.objects import GPU
 from controlplane.kube.resources import Shape, split_gpu
 from controlplane.specs import SpecErrors
 
-from .manifests import INSTANCE_TYPE_API_VERSION
+from .manifests.instancetypes import INSTANCE_TYPE_API_VERSION
 
 DEFAULT_NAME = "defaultinstancetype"
 BLOCKING_TAINTS = ("NoSchedule", "NoExecute")

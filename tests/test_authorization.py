@@ -144,7 +144,7 @@ ENDPOINTS = [
     Endpoint("member-delete", "delete", f"{WS}/members/contributor-user/", manage(204)),
     Endpoint("events-list", "get", f"{WS}/events/", read()),
     Endpoint("computes-list", "get", f"{WS}/computes/", read()),
-    Endpoint("computes-create", "post", f"{WS}/computes/", manage(201), body("amlcompute", name="new-cluster")),
+    Endpoint("computes-create", "post", f"{WS}/computes/", manage(201), body("computeinstance", name="new-instance")),
     # As if Dockyard ran in a pod ("pod"): the attachment would use Dockyard's own service account.
     Endpoint("computes-create-in-cluster", "post", f"{WS}/computes/", staff_only(201), IN_CLUSTER, ("pod",)),
     Endpoint("compute-retrieve", "get", f"{WS}/computes/cpu-cluster/", read(), needs=("compute",)),
@@ -322,7 +322,7 @@ def test_an_owner_of_one_workspace_gets_404_for_anothers_compute(method, suffix,
     assert_error(owner_api.get(f"{WS}/computes/cpu-cluster/"), 404, "NotFound")
     theirs.refresh_from_db()
     assert (theirs.provisioning_state, theirs.properties["max_instances"]) == ("Creating", 2)
-    assert ComputeTarget.objects.filter(workspace=other).count() == 1
+    assert ComputeTarget.objects.filter(workspace=other, type="amlcompute").count() == 1
 
 
 def test_a_404_for_a_hidden_workspace_looks_like_one_for_a_missing_workspace(api_as, users, workspace):

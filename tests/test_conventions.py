@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
 from compute.models import ComputeTarget
-from compute.tests.factories import VALID_BODIES, body, create_compute
+from compute.tests.factories import VALID_BODIES, body, create_compute, host
 from tests.support import assert_error
 from workspaces.models import AuditEvent, Membership, Workspace
 from workspaces.tests.factories import AuditEventFactory, MembershipFactory
@@ -165,7 +165,7 @@ def test_every_list_has_the_same_shape(path, owner_api, cluster):
 
 def test_page_numbers_and_page_size(owner_api, workspace, owner):
     for index in range(7):
-        create_compute(workspace, owner, name=f"c{index}")
+        create_compute(workspace, owner, "computeinstance", name=f"c{index}")
     first = owner_api.get(f"{WS}/computes/", {"page_size": 3}).json()
     assert (first["count"], [row["name"] for row in first["results"]], first["previous"]) == (7, ["c0", "c1", "c2"], None)
     assert "page=2" in first["next"] and "page_size=3" in first["next"]
@@ -221,6 +221,7 @@ def test_events_of_other_workspaces_are_not_listed(owner_api, workspace):
 
 
 def test_yaml_create_and_patch_of_a_compute(owner_api, workspace):
+    host(workspace)  # the kubernetes compute the compute cluster lives on
     created = owner_api.post(
         f"{WS}/computes/", "name: gpu\ntype: amlcompute\nsize: Standard_NC6s_v3\nmax_instances: 2\n", content_type="application/yaml"
     )
@@ -288,6 +289,7 @@ def test_every_change_is_in_the_events_with_what_changed(owner_api, users, works
     owner_api.post(f"{WS}/members/", {"user": "nina", "role": "reader"}, format="json")
     owner_api.patch(f"{WS}/members/nina/", {"role": "owner"}, format="json")
     owner_api.delete(f"{WS}/members/nina/")
+    host(workspace)
     owner_api.post(f"{WS}/computes/", body("amlcompute", max_instances=2), format="json")
     owner_api.patch(f"{WS}/computes/cpu-cluster/", {"max_instances": 3, "tags": {"cost": "low"}}, format="json")
     owner_api.delete(f"{WS}/computes/cpu-cluster/")
@@ -299,6 +301,7 @@ def test_every_change_is_in_the_events_with_what_changed(owner_api, users, works
         ("create", "compute", "cpu-cluster", {
             "type": [None, "amlcompute"], "size": [None, "Standard_DS3_v2"], "tier": [None, "dedicated"],
             "min_instances": [None, 0], "max_instances": [None, 2], "idle_time_before_scale_down": [None, 120],
+            "kubernetes_compute": [None, "k8s"],
         }),
         ("delete", "member", "nina", {"role": ["owner", None]}),
         ("update", "member", "nina", {"role": ["reader", "owner"]}),

@@ -47,7 +47,7 @@ def broker_at(url: str):
 def test_a_create_with_the_broker_down_answers_201_and_a_later_resync_reconciles_it(
         transactional_db, owner_api, workspace, caplog):
     with broker_down_context(), caplog.at_level(logging.WARNING, logger="controlplane.celery"):
-        response = owner_api.post(f"{BASE}/", {"name": "cpu", "type": "amlcompute"}, format="json")
+        response = owner_api.post(f"{BASE}/", {"name": "cpu", "type": "computeinstance"}, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["provisioning_state"] == "Creating"
     assert ComputeTarget.objects.filter(name="cpu", provisioning_state=ProvisioningState.CREATING).exists()
@@ -61,9 +61,9 @@ def test_a_create_with_the_broker_down_answers_201_and_a_later_resync_reconciles
 
 
 def test_an_update_and_a_delete_with_the_broker_down_are_saved(transactional_db, owner_api, workspace):
-    assert owner_api.post(f"{BASE}/", {"name": "cpu", "type": "amlcompute"}, format="json").status_code == 201
+    assert owner_api.post(f"{BASE}/", {"name": "cpu", "type": "computeinstance"}, format="json").status_code == 201
     with broker_down_context():
-        assert owner_api.patch(f"{BASE}/cpu/", {"max_instances": 4}, format="json").status_code == 200
+        assert owner_api.patch(f"{BASE}/cpu/", {"idle_time_before_shutdown_minutes": 60}, format="json").status_code == 200
         assert ComputeTarget.objects.get(name="cpu").generation == 2
         assert owner_api.delete(f"{BASE}/cpu/").status_code == 202
     assert ComputeTarget.objects.get(name="cpu").provisioning_state == ProvisioningState.DELETING

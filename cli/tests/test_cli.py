@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from cli.tests.support import KUBE_SECRET, Cli, write_yaml
 from compute.models import ComputeTarget
 from compute.services import compute_create
+from compute.tests.factories import host
 from workspaces.services import token_create, workspace_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,6 +47,12 @@ def kube_dir(tmp_path) -> Path:
     (tmp_path / "kube").mkdir()
     (tmp_path / "kube" / "config.yaml").write_text(KUBECONFIG)
     return tmp_path
+
+
+@pytest.fixture
+def hosted(workspace):
+    """The kubernetes compute `k8s` a compute cluster of Azure ML's YAML (which names none) lives on."""
+    return host(workspace)
 
 
 def stored(workspace, name: str) -> ComputeTarget | None:
@@ -95,7 +102,7 @@ def test_configure_shows_settings_without_the_token(dockyard, config_file):
 
 def test_workspace_comes_from_flag_then_environment_then_default(dockyard, owner, monkeypatch):
     team_b = workspace_create(user=owner, name="team-b")
-    compute_create(user=owner, workspace=team_b, data={"name": "only-in-b", "type": "amlcompute"})
+    compute_create(user=owner, workspace=team_b, data={"name": "only-in-b", "type": "computeinstance"})
     monkeypatch.delenv("DOCKYARD_WORKSPACE")
     assert dockyard("configure", "--defaults", "workspace=team-b").exit_code == 0
 
@@ -152,7 +159,7 @@ def test_workspace_create_conflict_and_unknown_workspace(dockyard):
 # compute create / list / show / delete
 
 
-def test_compute_create_amlcompute_with_set_overrides(dockyard, workspace, tmp_path):
+def test_compute_create_amlcompute_with_set_overrides(dockyard, workspace, hosted, tmp_path):
     path = write_yaml(tmp_path / "cpu.yml", CPU_CLUSTER)
 
     result = dockyard("compute", "create", "-f", str(path), "--set", "max_instances=4", "--set", "tags.team=vision")
@@ -161,6 +168,24 @@ def test_compute_create_amlcompute_with_set_overrides(dockyard, workspace, tmp_p
     assert result.stdout == "compute/cpu-cluster created\n"
     record = stored(workspace, "cpu-cluster")
     assert (record.type, record.properties["max_instances"], record.tags) == ("amlcompute", 4, {"team": "vision"})
+    assert record.properties["kubernetes_compute"] == "k8s"  # Azure ML's file names none: the workspace's only one
+
+
+def test_compute_show_prints_a_clusters_node_counts(dockyard, owner, workspace, hosted):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+    shown = dict(line.split(None, 1) for line in dockyard("compute", "show", "cpu-cluster").stdout.splitlines())
+    assert shown["nodes"] == "not observed yet"
+    ComputeTarget.objects.filter(name="cpu-cluster").update(status={
+        "engine": "karpenter", "pool": "dy-team-a-cpu-cluster-1", "current_node_count": 1, "target_node_count": 2,
+        "idle_node_count": 0, "max_node_count": 2, "scaling": "scaling_up",
+        "autoscaler_errors": ["Node x was not launched (InsufficientCapacity): no capacity"], "nodes": []})
+
+    shown = dict(line.split(None, 1) for line in dockyard("compute", "show", "cpu-cluster").stdout.splitlines())
+
+    assert shown["nodes"] == "current 1, target 2, idle 0 (max 2; scaling up; karpenter pool dy-team-a-cpu-cluster-1)"
+    assert shown["autoscaler_error[0]"] == "Node x was not launched (InsufficientCapacity): no capacity"
+    assert dockyard("compute", "list").stdout.splitlines()[1].split()[4:6] == ["0-2", "(1"]
+    assert dockyard.json("compute", "show", "cpu-cluster")["status"]["target_node_count"] == 2
 
 
 def test_compute_create_kubernetes_reads_kubeconfig_file_and_never_shows_it(dockyard, workspace, kube_dir):
@@ -177,8 +202,8 @@ def test_compute_create_kubernetes_reads_kubeconfig_file_and_never_shows_it(dock
 
 
 def test_compute_list_and_show_in_every_format(dockyard, owner, workspace, kube_dir):
-    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
     compute_create(user=owner, workspace=workspace, data={"name": "k8s-dev", "type": "kubernetes", "namespace": "team-a", "kubeconfig": KUBECONFIG})
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
 
     table = dockyard("compute", "list").stdout.splitlines()
     assert table[0].split() == ["NAME", "TYPE", "STATE", "SIZE/NAMESPACE", "INSTANCES", "CREATED"]
@@ -214,7 +239,7 @@ def test_empty_compute_list_says_so_on_stderr(dockyard):
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "No computes in workspace 'team-a'.\n")
 
 
-def test_compute_delete_asks_unless_yes(dockyard, owner, workspace):
+def test_compute_delete_asks_unless_yes(dockyard, owner, workspace, hosted):
     compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
 
     declined = dockyard("compute", "delete", "cpu-cluster", input="n\n")
@@ -292,7 +317,7 @@ def test_bad_set_syntax_and_missing_file_are_reported(dockyard, tmp_path):
 # apply
 
 
-def test_apply_creates_updates_and_reports_the_invalid_document(dockyard, owner, workspace, tmp_path):
+def test_apply_creates_updates_and_reports_the_invalid_document(dockyard, owner, workspace, hosted, tmp_path):
     compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
     path = write_yaml(
         tmp_path / "computes.yml",
@@ -322,21 +347,21 @@ def test_apply_twice_leaves_everything_unchanged(dockyard, workspace, kube_dir):
     key.write_text(SSH_KEY)
     vm = {"name": "gpu-box", "type": "virtualmachine", "address": "10.0.0.5",
           "ssh_settings": {"admin_username": "azureuser", "ssh_port": 2222, "ssh_private_key_file": "keys/id_ed25519"}}
-    path = write_yaml(kube_dir / "all.yml", CPU_CLUSTER, K8S, vm)
+    path = write_yaml(kube_dir / "all.yml", K8S, CPU_CLUSTER, vm)  # the cluster lives on k8s-dev, applied first
 
     first = dockyard("apply", "-f", str(path))
     second = dockyard("apply", "-f", str(path))
 
     assert first.exit_code == 0, first.stderr
-    assert first.stdout.splitlines() == ["compute/cpu-cluster created", "compute/k8s-dev created", "compute/gpu-box created"]
+    assert first.stdout.splitlines() == ["compute/k8s-dev created", "compute/cpu-cluster created", "compute/gpu-box created"]
     assert second.exit_code == 0, second.stderr
-    assert second.stdout.splitlines() == ["compute/cpu-cluster unchanged", "compute/k8s-dev unchanged", "compute/gpu-box unchanged"]
+    assert second.stdout.splitlines() == ["compute/k8s-dev unchanged", "compute/cpu-cluster unchanged", "compute/gpu-box unchanged"]
     box = stored(workspace, "gpu-box")
     assert box.secrets == {"ssh_private_key": SSH_KEY} and box.properties["ssh_port"] == 2222
     assert stored(workspace, "k8s-dev").generation == 1
 
 
-def test_apply_dry_run_writes_nothing(dockyard, owner, workspace, tmp_path):
+def test_apply_dry_run_writes_nothing(dockyard, owner, workspace, hosted, tmp_path):
     compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
     path = write_yaml(
         tmp_path / "plan.yml",
@@ -355,7 +380,7 @@ def test_apply_dry_run_writes_nothing(dockyard, owner, workspace, tmp_path):
         "compute/cpu-cluster configured (dry run: max_instances, tags)",
         "compute/cpu-cluster unchanged (dry run)",
     ]
-    assert list(ComputeTarget.objects.values_list("name", "generation")) == [("cpu-cluster", 1)]
+    assert list(ComputeTarget.objects.filter(type="amlcompute").values_list("name", "generation")) == [("cpu-cluster", 1)]
     assert stored(workspace, "cpu-cluster").properties["max_instances"] == 2
     assert dockyard("workspace", "show", "team-c").exit_code == 1
 
@@ -384,7 +409,7 @@ def test_apply_dry_run_of_a_kubernetes_compute_says_the_kubeconfig_is_not_compar
     assert result.stdout == "compute/k8s-dev unchanged (dry run; kubeconfig not compared: write-only)\n"
 
 
-def test_apply_json_output_lists_every_outcome_including_failures(dockyard, owner, workspace, tmp_path):
+def test_apply_json_output_lists_every_outcome_including_failures(dockyard, owner, workspace, hosted, tmp_path):
     compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
     path = write_yaml(tmp_path / "two.yml", CPU_CLUSTER, {"name": "xy", "type": "amlcompute", "max_instances": 0})
 
@@ -409,7 +434,7 @@ def test_apply_creates_and_updates_workspaces_and_reads_several_files(dockyard, 
     ]
 
 
-def test_apply_names_the_place_of_documents_it_cannot_route(dockyard, tmp_path):
+def test_apply_names_the_place_of_documents_it_cannot_route(dockyard, hosted, tmp_path):
     job = {"$schema": "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json", "type": "sweep", "trial": {}}
     path = write_yaml(tmp_path / "odd.yml", CPU_CLUSTER, {"name": "what", "colour": "blue"}, job, ["not", "a", "mapping"])
 

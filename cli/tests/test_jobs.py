@@ -511,7 +511,7 @@ def test_apply_submits_a_job_once_and_then_reports_it_unchanged(dockyard, worksp
 
     host(workspace)  # the kubernetes compute the compute cluster lives on
     document = {**HELLO, "name": "nightly", "display_name": "Nightly", "tags": {"run": 1}, "resources": {"instance_count": 1}}
-    path = write_yaml(tmp_path / "all.yml", {"name": "cpu", "type": "amlcompute"}, document)
+    path = write_yaml(tmp_path / "all.yml", {"name": "cpu", "type": "computeinstance"}, document)
 
     first = dockyard("apply", "-f", str(path))
     second = dockyard("apply", "-f", str(path))

@@ -288,7 +288,7 @@ def test_a_new_list_is_all_or_nothing_and_errors_name_the_item(dockyard, k8s, wo
 
 
 def test_apply_names_the_missing_compute_or_the_wrong_type(dockyard, owner, workspace):
-    compute_create(user=owner, workspace=workspace, data={"name": "cpu", "type": "amlcompute"})
+    compute_create(user=owner, workspace=workspace, data={"name": "cpu", "type": "computeinstance"})
 
     missing = dockyard("apply", "-f", str(INSTANCE_TYPE_FILE), "--compute", "nope")
     assert missing.exit_code == 1
@@ -299,7 +299,7 @@ def test_apply_names_the_missing_compute_or_the_wrong_type(dockyard, owner, work
     wrong = dockyard("apply", "-f", str(INSTANCE_TYPE_FILE), "--compute", "cpu")
     assert wrong.exit_code == 1
     assert wrong.stderr.splitlines()[1] == (
-        "Error (UnsupportedComputeType): Compute 'cpu' is of type amlcompute; instance types belong to kubernetes computes."
+        "Error (UnsupportedComputeType): Compute 'cpu' is of type computeinstance; instance types belong to kubernetes computes."
     )
 
 

@@ -201,3 +201,90 @@ def test_cluster_api_without_settings_fails_saying_what_to_add(owner_api, worksp
     compute = cluster(owner_api)
     assert compute.provisioning_state == ProvisioningState.FAILED
     assert "no cluster_api settings" in compute.provisioning_errors[0]["message"]
+
+
+# --- with the fake's Karpenter at work: a job's pod on the pool brings a node, the node goes when idle -------------
+
+def job_pod(fake_kube, name: str, size: str = "Standard_NC6s_v3") -> dict:
+    """A pod placed on the pool as a job's is (the pool's selector, toleration, one node's shape), labelled as one."""
+    shape = pools.pool_shape(size, pools.KARPENTER, POOL)
+    spec = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "resources": shape.container_resources()}]}
+    metadata = {"name": name, "namespace": "default",
+                "labels": {"app.kubernetes.io/managed-by": "dockyard", "dockyard.dev/kind": "job"}}
+    shape.pod_placement(spec, metadata)
+    return fake_kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+
+
+def counts(compute) -> tuple:
+    status = observe(compute).status
+    return status["current_node_count"], status["target_node_count"], status["idle_node_count"], status["scaling"]
+
+
+def test_a_pod_on_the_pool_scales_it_up_and_the_idle_node_goes_after_the_idle_time(owner_api, workspace, fake_kube):
+    fake_kube.install_karpenter(launch_seconds=30)
+    attach(owner_api, fake_kube)
+    compute = cluster(owner_api, max_instances=1, idle_time_before_scale_down=60)
+    job_pod(fake_kube, "train-0")
+    fake_kube.settle()
+    assert counts(compute) == (0, 1, 0, "scaling_up")  # a NodeClaim, its node not registered yet
+    fake_kube.advance(31)
+    assert counts(compute) == (1, 1, 0, "steady")  # the job runs on it
+    fake_kube.finish_pod("default", "train-0")
+    fake_kube.settle()
+    assert counts(compute) == (1, 1, 1, "steady")
+    fake_kube.advance(61)
+    assert counts(compute) == (0, 0, 0, "steady")
+
+
+def test_max_instances_hold_the_pool_at_its_limit(owner_api, workspace, fake_kube):
+    fake_kube.install_karpenter(launch_seconds=1)
+    attach(owner_api, fake_kube)
+    compute = cluster(owner_api, max_instances=1)
+    job_pod(fake_kube, "train-0"), job_pod(fake_kube, "train-1")
+    fake_kube.advance(2)
+    assert counts(compute) == (1, 1, 0, "at_limit")
+    assert len([node for node in fake_kube.list("nodes") if node["metadata"]["labels"].get(pools.KARPENTER_POOL_LABEL)]) == 1
+
+
+def test_launches_the_cloud_refuses_are_the_autoscalers_errors(owner_api, workspace, fake_kube):
+    fake_kube.install_karpenter(launch_seconds=1)
+    attach(owner_api, fake_kube)
+    compute = cluster(owner_api)
+    fake_kube.fail_launches(POOL, reason="InsufficientCapacity", message="no Standard_NC6s_v3 in eastus")
+    job_pod(fake_kube, "train-0")
+    fake_kube.settle()
+    (error,) = observe(compute).status["autoscaler_errors"]
+    assert "(InsufficientCapacity): no Standard_NC6s_v3 in eastus" in error
+
+
+def test_the_placeholder_holds_a_node_until_a_job_preempts_it(owner_api, workspace, fake_kube):
+    fake_kube.install_karpenter(launch_seconds=1)
+    attach(owner_api, fake_kube)
+    compute = cluster(owner_api, min_instances=1, max_instances=2)
+    fake_kube.advance(2)
+    assert counts(compute) == (1, 1, 1, "steady")  # kept by the placeholder, idle for Dockyard's work
+    job_pod(fake_kube, "train-0")
+    fake_kube.advance(2)
+    fake_kube.advance(2)
+    status = observe(compute).status
+    assert (status["current_node_count"], status["idle_node_count"]) == (2, 1)  # the job took one, the placeholder moved
+    placeholders = [pod for pod in fake_kube.list("pods", "default") if pod["metadata"]["labels"].get("dockyard.dev/placeholder")]
+    assert [pod["status"]["phase"] for pod in placeholders] == ["Running"]
+
+
+def test_under_cluster_api_the_autoscaler_scales_the_machinedeployment_for_a_pod_on_the_pool(owner_api, workspace, fake_kube):
+    fake_kube.install_cluster_api(launch_seconds=30)
+    attach(owner_api, fake_kube, cluster_api=CLUSTER_API)
+    compute = cluster(owner_api, max_instances=2)
+    shape = pools.pool_shape("Standard_NC6s_v3", pools.CLUSTER_API, POOL)
+    spec = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "resources": shape.container_resources()}]}
+    metadata = {"name": "train-0", "namespace": "default", "labels": {"app.kubernetes.io/managed-by": "dockyard", "dockyard.dev/kind": "job"}}
+    shape.pod_placement(spec, metadata)
+    fake_kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+    fake_kube.settle()
+    assert counts(compute) == (0, 1, 0, "scaling_up")
+    fake_kube.advance(31)
+    current, target, idle, _ = counts(compute)
+    assert (current, idle) == (1, 0) and target >= 1  # target: the replicas the autoscaler set (the fake's may overshoot)
+    node = fake_kube.get("pods", "train-0", "default")["spec"]["nodeName"]
+    assert fake_kube.get("nodes", node)["metadata"]["labels"][pools.CAPI_POOL_LABEL] == POOL

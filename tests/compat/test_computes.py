@@ -32,9 +32,9 @@ idle_time_before_scale_down: 120
 """
 # azureml-examples cli/resources/compute/: the files as published (names, sizes and values are theirs).
 PUBLISHED = {
-    "cluster-minimal.yml": f"$schema: {SCHEMA}/amlCompute.schema.json \nname: minimal-example\ntype: amlcompute\n",
+    "cluster-minimal.yml": f"$schema: {SCHEMA}/amlCompute.schema.json\nname: minimal-example\ntype: amlcompute\n",
     "cluster-basic.yml": f"""\
-$schema: {SCHEMA}/amlCompute.schema.json 
+$schema: {SCHEMA}/amlCompute.schema.json
 name: basic-example
 type: amlcompute
 size: STANDARD_DS3_v2
@@ -43,7 +43,7 @@ max_instances: 2
 idle_time_before_scale_down: 120
 """,
     "cluster-location.yml": f"""\
-$schema: {SCHEMA}/amlCompute.schema.json 
+$schema: {SCHEMA}/amlCompute.schema.json
 name: location-example
 type: amlcompute
 size: STANDARD_DS3_v2
@@ -53,7 +53,7 @@ idle_time_before_scale_down: 120
 location: westus
 """,
     "cluster-low-priority.yml": f"""\
-$schema: {SCHEMA}/amlCompute.schema.json 
+$schema: {SCHEMA}/amlCompute.schema.json
 name: low-pri-example
 type: amlcompute
 size: STANDARD_DS3_v2

@@ -8,8 +8,9 @@ from assets import services as assets
 from assets.selectors import snapshot_exists
 from assets.specs.conda import inline_conda_file
 from assets.specs.snapshots import upload_sha256
-from compute import capabilities
+from compute import capabilities, vmsizes
 from compute.choices import ComputeType
+from compute.connections import host_attachment
 from compute.models import ComputeTarget
 from compute.runners import sandbox
 from compute.selectors import instance_type_list, instance_type_shape
@@ -23,6 +24,7 @@ from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
 from .choices import CANCELABLE, JobStatus, Target
+from .clusters import request_problems as cluster_request_problems
 from .inputs import resolve_inputs
 from .models import Job, JobEvent
 from .spec import DEFAULT_SHM, parse_job
@@ -124,15 +126,38 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
         raise _invalid([("compute", f"There is no compute '{name}' in workspace '{workspace.name}'.{hint}")])
     if not capabilities.supports(compute.type, "command_jobs"):
         raise _invalid([("compute", f"A {compute.get_type_display()} ({compute.type}) compute cannot run command jobs.")])
+    if compute.type == ComputeType.AMLCOMPUTE:
+        return _resolve_compute_cluster(workspace, spec, compute)
     if compute.type != ComputeType.KUBERNETES:
-        raise _invalid([("compute", f"Dockyard runs command jobs on kubernetes computes and on local; '{name}' is a "
-                                    f"{compute.type} record without a backend here yet.")])
+        raise _invalid([("compute", f"Dockyard runs command jobs on kubernetes computes, compute clusters and on "
+                                    f"local; '{name}' is a {compute.type} record without a backend here yet.")])
     _check_container_job(workspace, spec)
     wanted = spec["resources"].get("instance_type")
     if wanted and instance_type_shape(compute=compute, name=wanted) is None:
+        size = vmsizes.vm_size(wanted)
+        if size is not None:  # a VM size's shape, on the nodes of that size (see jobs/reconcile/kubernetes.render)
+            return Target.KUBERNETES, compute, size.name
         known = ", ".join(row["name"] for row in instance_type_list(compute=compute))
-        raise _invalid([("resources.instance_type", f"Compute '{name}' has no instance type '{wanted}' (it has: {known}).")])
+        raise _invalid([("resources.instance_type", f"Compute '{name}' has no instance type '{wanted}' (it has: {known}); "
+                                                    "a VM size name (Standard_DS3_v2) is taken too.")])
     return Target.KUBERNETES, compute, wanted or "defaultinstancetype"
+
+
+def _resolve_compute_cluster(workspace: Workspace, spec: dict, compute: ComputeTarget) -> tuple[str, ComputeTarget, str]:
+    """A compute cluster runs the job on whole nodes of its size, on the Kubernetes compute it lives on; it may not
+    be ready yet (the job then waits Queued), but it must name where it lives."""
+    if host_attachment(compute) is None:
+        raise _invalid([("compute", f"'{compute.name}' is a compute cluster without a backend here yet: it names no "
+                                    "kubernetes compute of this workspace to run on (kubernetes_compute).")])
+    _check_container_job(workspace, spec)
+    properties = compute.properties
+    size = properties.get("size") or "Standard_DS3_v2"
+    errors = cluster_request_problems(compute.name, size, spec["resources"].get("instance_type"),
+                                      spec["resources"]["instance_count"], int(properties.get("max_instances") or 1))
+    if errors:
+        raise _invalid(errors)
+    known = vmsizes.vm_size(size)
+    return Target.KUBERNETES, compute, known.name if known else size
 
 
 def _check_container_job(workspace: Workspace, spec: dict) -> None:

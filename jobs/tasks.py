@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from compute.choices import ComputeType
 from controlplane.celery import enqueue_on_commit
 from controlplane.kube.errors import KubeRejected, KubeTransient
 from controlplane.reconciling import backoff, chained_run, fresh
@@ -84,12 +85,16 @@ def observe_jobs(self, compute_id: int, tick: bool = False) -> None:
 
 @shared_task(acks_late=True)
 def resync_jobs() -> int:
-    """Re-enqueue jobs that are behind, deleting, unplaced or whose loop died; returns how many were enqueued."""
+    """Re-enqueue jobs that are behind, deleting, unplaced, held for their compute cluster or whose loop died;
+    returns how many were enqueued."""
     behind = Q(observed_generation__lt=F("generation")) | Q(deleting=True)
     unplaced = Q(target=Target.SERVERLESS, compute__isnull=True, status__in=ACTIVE)
+    # held Queued until its compute cluster's pool is declared (jobs/reconcile/clusters.py)
+    unsubmitted = ~Q(runner__has_key="submitted") | Q(runner__submitted=False)  # (NOT on a missing key is NULL)
+    held = Q(compute__type=ComputeType.AMLCOMPUTE, status__in=ACTIVE) & unsubmitted
     stale = timezone.now() - timedelta(seconds=settings.DOCKYARD_JOB_STALE_SECONDS)
     lost_local = Q(target=Target.LOCAL, status__in=ACTIVE) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None))
-    ids = list(Job.objects.filter(behind | unplaced | lost_local).values_list("pk", flat=True))
+    ids = list(Job.objects.filter(behind | unplaced | held | lost_local).values_list("pk", flat=True))
     for pk in ids:
         reconcile_job.delay(pk, tick=True)
     computes = set(Job.objects.filter(_observed_jobs()).exclude(target=Target.LOCAL)

@@ -117,7 +117,8 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "assets/specs/model.py", "assets/specs/data.py", "assets/specs/snapshots.py", "assets/specs/versions.py",
         "assets/specs/pods.py", "assets/specs/conda.py", "assets/specs/realise.py",
         "endpoints/model_spec.py",
-        "assets/curated.py", "ignorerules/__init__.py"]
+        "assets/curated.py", "ignorerules/__init__.py",
+        "jobs/clusters.py", "jobs/serverless.py"]
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}
 
 

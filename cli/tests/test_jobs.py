@@ -134,6 +134,24 @@ def test_create_without_a_name_prints_the_generated_one_and_json_prints_the_job(
     assert dockyard("job", "create", "-f", "-", input=path.read_text()).stdout.startswith("job/")
 
 
+def test_create_to_a_compute_cluster(dockyard, workspace, owner, tmp_path):
+    """Azure ML's `compute: azureml:cpu-cluster`: the job runs on whole nodes of the cluster's size."""
+    from compute.models import ComputeTarget
+    from compute.tests.factories import as_checked, create_compute
+
+    as_checked(create_compute(workspace, owner, "kubernetes", name="k8s"))
+    cluster = create_compute(workspace, owner, "amlcompute", name="cpu-cluster")
+    ComputeTarget.objects.filter(pk=cluster.pk).update(properties={**cluster.properties, "kubernetes_compute": "k8s"})
+    path = write_yaml(tmp_path / "job.yml", {"$schema": HELLO["$schema"], "type": "command", "name": "on-cluster",
+                                             "command": "python train.py", "environment": {"image": "python:3.11"},
+                                             "compute": "azureml:cpu-cluster"})
+
+    created = dockyard.json("job", "create", "-f", str(path))
+
+    assert created["compute"] == "azureml:cpu-cluster"
+    assert created["placement"] == {"target": "kubernetes", "compute": "cpu-cluster", "instance_type": "Standard_DS3_v2"}
+
+
 def test_create_with_name_and_set_overrides(dockyard, workspace, tmp_path, monkeypatch):
     path = write_yaml(tmp_path / "job.yml", {**HELLO, "name": "from-file"})
     sent = sent_yaml(monkeypatch)
@@ -489,6 +507,9 @@ def test_ctrl_c_stops_following_and_says_how_to_resume(live_server, owner, works
 
 
 def test_apply_submits_a_job_once_and_then_reports_it_unchanged(dockyard, workspace, tmp_path):
+    from compute.tests.factories import host
+
+    host(workspace)  # the kubernetes compute the compute cluster lives on
     document = {**HELLO, "name": "nightly", "display_name": "Nightly", "tags": {"run": 1}, "resources": {"instance_count": 1}}
     path = write_yaml(tmp_path / "all.yml", {"name": "cpu", "type": "computeinstance"}, document)
 

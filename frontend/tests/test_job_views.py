@@ -492,3 +492,15 @@ def test_status_polls_while_active_and_stops_once_ended(client_as, submit):
     finish(job)
     ended = text(client.get(f"{JOBS}p1/status/?section=overview"))
     assert 'data-state="Completed"' in ended and "hx-trigger" not in ended.split('id="job-section"')[0]
+
+
+def test_a_compute_cluster_job_says_where_it_runs(client_as, owner, workspace, kubernetes_compute):
+    cluster = ComputeTarget.objects.create(
+        workspace=workspace, name="cpu-cluster", type="amlcompute", created_by=owner,
+        provisioning_state=ProvisioningState.SUCCEEDED,
+        properties={"size": "Standard_DS3_v2", "min_instances": 0, "max_instances": 4, "kubernetes_compute": "k8s"})
+    job_create(user=owner, workspace=workspace, data={"name": "on-cluster", "command": "echo", "compute": "azureml:cpu-cluster",
+                                                      "environment": {"image": "python:3.11"}})
+    props = text(client_as("reader").get(f"{JOBS}on-cluster/")).split('id="job-properties"')[1]
+    assert f'href="/w/team-a/compute/{cluster.name}/"' in props
+    assert "whole nodes of a compute cluster, on Kubernetes" in props and "Standard_DS3_v2" in props

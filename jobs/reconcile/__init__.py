@@ -4,6 +4,7 @@ import shutil
 from ..choices import TERMINAL, JobStatus, Target
 from ..files import started_folder
 from ..models import Job
+from .clusters import cluster_not_ready
 from .kubernetes import apply_observation, observe_compute, stop_kubernetes, submit_kubernetes
 from .local import LOOK_EVERY, reconcile_local, stop_local
 from .placement import place
@@ -31,7 +32,7 @@ def reconcile_job(job: Job) -> float | None:
 def _reconcile_kubernetes(job: Job) -> None:
     if job.compute_id is None and not place(job):
         return None
-    if not job.runner.get("submitted"):
+    if not job.runner.get("submitted") and not cluster_not_ready(job):
         submit_kubernetes(job)
     return None
 

@@ -8,11 +8,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from assets import delivery
-from compute.connections import connection_for, namespace_of
+from compute import vmsizes
+from compute.choices import ComputeType
+from compute.connections import connection_for, host_attachment, namespace_of
+from compute.models import ComputeTarget
+from compute.pools import pool_shape
 from compute.selectors import instance_type_shape
 from controlplane.kube import client as kube
 from controlplane.kube.objects import managed_selector
 from controlplane.kube.pods import observe, rank_of
+from controlplane.kube.resources import Shape
 
 from ..choices import ACTIVE, JobStatus
 from ..manifests import (
@@ -25,6 +30,7 @@ from ..manifests import (
     urls_secret_name,
 )
 from ..models import LOGS_BEHIND, Job, JobEvent
+from .clusters import pool_observation
 from .status import append_lines, generation_seen, save, transition
 
 logger = logging.getLogger(__name__)
@@ -45,9 +51,24 @@ def _namespace(job: Job) -> str:
     return namespace_of(job.compute)
 
 
+def job_shape(compute: ComputeTarget, instance_type: str) -> Shape | None:
+    """A pod's shape where the job runs: one whole node of a compute cluster's pool (its size, on its nodes only), or
+    the instance type of a Kubernetes compute, else a VM size's shape on nodes of that size; None when it is gone."""
+    host = host_attachment(compute)
+    extension = (host.properties.get("node_selector") if host else None) or {}
+    if compute.type == ComputeType.AMLCOMPUTE:
+        status = compute.status or {}
+        shape = pool_shape(compute.properties.get("size") or instance_type, status.get("engine"), status.get("pool"))
+        return shape.on(extension) if shape else None
+    shape = instance_type_shape(compute=compute, name=instance_type)
+    if shape is None and vmsizes.vm_size(instance_type):
+        shape = vmsizes.size_shape(instance_type).on(extension)
+    return shape
+
+
 def render(job: Job) -> list[dict] | None:
     """The manifests for a placed job (None when its instance type is gone)."""
-    shape = instance_type_shape(compute=job.compute, name=job.instance_type)
+    shape = job_shape(job.compute, job.instance_type)
     if shape is None:
         return None
     return job_manifests(spec=job.spec, job_name=kube_job_name(job.workspace.name, job.name), namespace=_namespace(job),
@@ -240,6 +261,7 @@ def _mark_unobservable(job: Job, error: str) -> None:
 def _apply(job: Job, observed, pods: list[dict], conn) -> None:
     # Status first: a kubelet that does not answer (its node gone, "no preferred addresses found") must not keep a
     # finished job from being marked Completed or Failed. Its pods' logs are caught up at a later look.
+    observed = pool_observation(job, observed, pods)
     when = _parse_time(observed.started_at) if observed.started_at else None
     fields = transition(job, observed.status, observed.reason, exit_code=observed.exit_code)
     if observed.status in (JobStatus.RUNNING, JobStatus.COMPLETED, JobStatus.FAILED) and when and job.start_time is None:

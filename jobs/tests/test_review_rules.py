@@ -24,7 +24,7 @@ def test_a_bad_cursor_on_the_job_list_is_a_400_naming_the_cursor(api):
 
 
 def test_the_compute_filter_finds_jobs_by_the_name_written_after_the_compute_is_gone(api, workspace, owner):
-    compute = create_compute(workspace, owner, name="k8s")
+    compute = create_compute(workspace, owner, "kubernetes", name="k8s")
     Job.objects.create(workspace=workspace, name="old", spec={"command": "x"}, compute_name="k8s", target="kubernetes", compute=compute)
     Job.objects.filter(name="old").update(compute=None, status="Completed")
     names = [row["name"] for row in api.get(f"{BASE}/?compute=azureml:k8s").json()["results"]]

@@ -17,8 +17,8 @@ GPU = {"name": "gpu1", "resources": {"requests": {"cpu": "1", "memory": "4Gi"},
                                      "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1}}}
 GPU8 = {"name": "gpu8", "resources": {"requests": {"cpu": "1", "memory": "4Gi"},
                                       "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 8}}}
-NOTHING_FITS = ("Waiting for capacity: no Kubernetes compute of this workspace has a ready node that fits {what}; "
-                "the job is placed when one does.")
+NOTHING_FITS = ("Waiting for capacity: no Kubernetes compute of this workspace has a ready node that fits {what}, "
+                "and no compute cluster of a fitting size can take it; the job is placed when one can.")
 
 
 @pytest.fixture
@@ -59,7 +59,8 @@ def assert_placed(api, name: str, compute: str, instance_type: str) -> None:
     job = load(name)
     assert (job.compute.name, job.instance_type, job.target) == (compute, instance_type, "serverless")
     placed = job.events.get(reason="Placed")
-    assert placed.message == f"Serverless: placed on compute '{compute}' with instance type '{instance_type}'."
+    assert placed.message == (f"Serverless: placed on compute '{compute}' with instance type '{instance_type}' "
+                              "(fits a ready node now).")
     placement = {"target": "serverless", "compute": compute, "instance_type": instance_type}
     assert api.get(f"{BASE}/jobs/{name}/").json()["placement"] == placement
     (row,) = [row for row in api.get(f"{BASE}/jobs/").json()["results"] if row["name"] == name]

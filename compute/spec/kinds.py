@@ -101,14 +101,6 @@ def size_rule(target: str):
     return lambda value, checks: vmsizes.size_problem(value, target, checks.today())
 
 
-def shape_problem(size: str) -> str | None:
-    """A compute cluster's nodes get whole-node pods: the size's vCPUs, memory and GPUs must be known."""
-    if vmsizes.vm_size(size) is None:
-        return (f"Dockyard does not know the vCPUs and memory of '{size}', so it cannot size its nodes' pods; pick a "
-                "size GET /api/v1/vm-sizes/ lists with them.")
-    return None
-
-
 class Kubernetes(ComputeKind):
     compute_type = "kubernetes"
     secret_fields = ("kubeconfig",)
@@ -215,7 +207,7 @@ class AmlCompute(ComputeKind):
     refused = AML_REFUSED
     shown = ("status",)
     own = {
-        "size": Text(required=False, default="Standard_DS3_v2", rules=(size_rule(vmsizes.CLUSTER), rule(shape_problem))),
+        "size": Text(required=False, default="Standard_DS3_v2", rules=(size_rule(vmsizes.CLUSTER),)),
         "tier": Choice(TIERS, required=False, default="dedicated"),
         "min_instances": Integer(minimum=0, maximum=10000, required=False, default=0),
         "max_instances": Integer(minimum=1, maximum=10000, required=False, default=1),

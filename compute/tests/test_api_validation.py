@@ -245,8 +245,7 @@ def test_the_same_name_in_another_workspace_is_fine(owner_api, workspace, owner)
 @pytest.mark.parametrize(
     "data",
     [
-        pytest.param(body("amlcompute", size="Standard_FX4mds"), id="FX-for-a-cluster", marks=pytest.mark.skipif(
-            vmsizes.vm_size("Standard_FX4mds") is None, reason="the catalog does not list FX sizes' shapes yet")),
+        pytest.param(body("amlcompute", size="Standard_FX4mds"), id="FX-for-a-cluster"),
         pytest.param(body("amlcompute", size="standard_nc6s_v3"), id="size-any-case"),
         pytest.param(body("amlcompute", min_instances=3, max_instances=3), id="min-equals-max"),
         pytest.param(body("computeinstance", idle_time_before_shutdown_minutes=15), id="idle-15-minutes"),
@@ -382,9 +381,7 @@ def test_a_cluster_cannot_move_to_another_kubernetes_compute(owner_api, workspac
     assert snapshot(cluster) == before
 
 
-def test_a_size_without_a_known_shape_is_refused(owner_api, workspace):
-    listed = next((size for size in ("Standard_D2_v2", "Standard_DS2_v2", "Standard_E4s_v3") if vmsizes.vm_size(size) is None), None)
-    if listed is None:
-        pytest.skip("every size of these series has its shape in the catalog")
-    response = owner_api.post(URL, body("amlcompute", size=listed), format="json")
-    assert "cannot size its nodes' pods" in str(assert_error(response, 400, "ValidationError", "size"))
+def test_a_size_of_a_known_series_the_catalog_does_not_list_is_refused(owner_api, workspace):
+    assert vmsizes.series_of_size("Standard_DS7_v2") is not None and vmsizes.vm_size("Standard_DS7_v2") is None
+    response = owner_api.post(URL, body("amlcompute", size="Standard_DS7_v2"), format="json")
+    assert "Close sizes" in str(assert_error(response, 400, "ValidationError", "size"))

@@ -177,6 +177,7 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
         raise Conflict(f"Compute '{compute.name}' still has {active} job(s) that have not ended; cancel them first.")
     if compute.online_endpoints.exists():
         raise Conflict(f"Compute '{compute.name}' still serves online endpoints; delete them first.")
+    _refuse_serving_deployments(compute)
     if compute.provisioning_state != ProvisioningState.DELETING:
         compute.provisioning_state = ProvisioningState.DELETING
         compute.generation += 1
@@ -187,6 +188,18 @@ def compute_delete(*, user, compute: ComputeTarget) -> ComputeTarget:
         )
     _enqueue(compute)
     return compute
+
+
+def _refuse_serving_deployments(compute: ComputeTarget) -> None:
+    """A compute cluster whose nodes managed deployments were placed on serves them: those go (or move) first."""
+    if compute.type != ComputeType.AMLCOMPUTE:
+        return
+    placed = sorted(compute.workspace.online_endpoints.filter(
+        deployments__placement__compute=compute.name, deployments__placement__compute_type=compute.type,
+    ).values_list("name", "deployments__name"))
+    if placed:
+        named = ", ".join(f"{endpoint}/{deployment}" for endpoint, deployment in placed)
+        raise Conflict(f"Compute '{compute.name}' runs the managed deployment(s) {named}; delete them first.")
 
 
 @transaction.atomic

@@ -178,3 +178,16 @@ def test_the_studio_shows_where_a_managed_endpoint_and_its_deployments_run(api, 
     page = client.get(reverse("frontend:endpoint", args=[workspace.name, "my-ep"])).content.decode()
     assert 'id="endpoint-placement"' in page and "on Kubernetes compute" in page
     assert 'data-placement="cpu-cluster"' in page and "Managed: placed on compute cluster &#x27;cpu-cluster&#x27;" in page
+
+
+def test_a_compute_cluster_serving_a_managed_deployment_cannot_be_deleted(api, workspace, owner, k8s):
+    cluster = compute_cluster(workspace, owner, "cpu-cluster", idle=1, current=1)
+    compute_cluster(workspace, owner, "spare", idle=1, current=1)
+    managed_endpoint(api)
+    assert post(api, managed_deployment()).status_code == 201
+    response = api.delete("/api/v1/workspaces/team-a/computes/cpu-cluster/")
+    assert response.status_code == 409, response.json()
+    assert "my-ep/blue" in response.json()["error"]["message"]
+    cluster.refresh_from_db()
+    assert cluster.provisioning_state != "Deleting"
+    assert api.delete("/api/v1/workspaces/team-a/computes/spare/").status_code == 202

@@ -42,6 +42,16 @@ def report(label: str, attempt: Callable[[], list[Outcome]], output: str) -> lis
     return [outcome.as_dict() for outcome in outcomes]
 
 
+def attachments_first(documents: list[Document]) -> list[Document]:
+    """Kubernetes computes before the other documents, each group in file order: a compute cluster of the same files
+    lives on one (kubectl applies namespaces before what goes in them for the same reason)."""
+    def attaches(document: Document) -> bool:
+        body = document.body
+        return isinstance(body, dict) and route_of(body) == "compute" and body.get("type") == "kubernetes"
+
+    return sorted(documents, key=lambda document: not attaches(document))
+
+
 def needs_compute(documents: list[Document]) -> bool:
     return any(isinstance(document.body, dict) and route_of(document.body) == "instancetype" for document in documents)
 
@@ -58,12 +68,13 @@ def apply(state: State, sources: tuple[str, ...], dry_run: bool) -> None:
     """Create or update what YAML files describe (kubectl-style).
 
     Computes, workspaces, command jobs (`type: command`), online endpoints and online deployments go to the
-    workspace of -w; InstanceType and InstanceTypeList documents go to the kubernetes compute of --compute. A job
+    workspace of -w (kubernetes computes first: compute clusters live on them); InstanceType and InstanceTypeList
+    documents go to the kubernetes compute of --compute. A job
     is submitted once: applied again it is unchanged, and only its display_name, description and tags can be
     changed. An endpoint's traffic is set after the deployments of the same files; its keys are printed once.
     """
     # Every file is read and parsed before anything is applied: a typo in the last file changes nothing.
-    documents = [document for source in sources for document in load_documents(source)]
+    documents = attachments_first([document for source in sources for document in load_documents(source)])
     # With instance types but no compute anywhere, say so before anything is applied.
     compute = state.compute if needs_compute(documents) else ""
     client = state.client()

@@ -347,7 +347,7 @@ def test_apply_twice_leaves_everything_unchanged(dockyard, workspace, kube_dir):
     key.write_text(SSH_KEY)
     vm = {"name": "gpu-box", "type": "virtualmachine", "address": "10.0.0.5",
           "ssh_settings": {"admin_username": "azureuser", "ssh_port": 2222, "ssh_private_key_file": "keys/id_ed25519"}}
-    path = write_yaml(kube_dir / "all.yml", K8S, CPU_CLUSTER, vm)  # the cluster lives on k8s-dev, applied first
+    path = write_yaml(kube_dir / "all.yml", CPU_CLUSTER, vm, K8S)  # the cluster lives on k8s-dev, which goes first
 
     first = dockyard("apply", "-f", str(path))
     second = dockyard("apply", "-f", str(path))

@@ -10,6 +10,7 @@ beside its main container. The rank is a hint from synced snapshots: the cluster
 from dataclasses import dataclass
 
 from assets.specs.pods import SMALL
+from compute import pools
 from controlplane.kube.objects import GPU
 from controlplane.kube.quantities import cpu_millicores, memory_bytes
 from controlplane.kube.resources import Shape
@@ -93,16 +94,14 @@ def pool_choice(option: PoolOption, instance_count: int) -> Choice | None:
     (None when it can never hold that many nodes)."""
     if instance_count > option.max_nodes:
         return None
-    free = max(option.max_nodes - max(option.target, option.current), 0)
-    if option.idle >= instance_count:
-        return Choice(option.compute, option.size, FITS_NOW,
-                      f"fits now: {option.idle} idle of {option.current} nodes", pool=True)
-    if option.idle + free >= instance_count:
-        return Choice(option.compute, option.size, CAN_SCALE,
-                      f"can scale: {option.current} of {option.max_nodes} nodes", pool=True)
-    busy = max(option.target, option.current) - option.idle
-    return Choice(option.compute, option.size, QUEUE,
-                  f"queued: {busy} of {option.max_nodes} nodes busy or launching", pool=True)
+    room = pools.PoolRoom(option.current, option.target, option.idle, option.max_nodes)
+    capacity = room.capacity(instance_count)
+    if capacity == pools.FITS_NOW:
+        return Choice(option.compute, option.size, FITS_NOW, f"fits now: {room.idle} idle of {room.current} nodes", pool=True)
+    if capacity == pools.CAN_SCALE:
+        return Choice(option.compute, option.size, CAN_SCALE, f"can scale: {room.current} of {room.max_nodes} nodes", pool=True)
+    busy = max(room.target, room.current) - room.idle
+    return Choice(option.compute, option.size, QUEUE, f"queued: {busy} of {room.max_nodes} nodes busy or launching", pool=True)
 
 
 def _pool_wanted(option: PoolOption, size: str | None) -> bool:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from compute import pools, shapes, vmsizes
 from controlplane.kube.resources import Shape
 
-FITS_NOW, CAN_SCALE, AT_LIMIT, FITS_NODES = "fits_now", "can_scale", "at_limit", "fits_nodes"
+FITS_NOW, CAN_SCALE, AT_LIMIT = pools.FITS_NOW, pools.CAN_SCALE, pools.AT_LIMIT
+FITS_NODES = "fits_nodes"
 AMLCOMPUTE, KUBERNETES = "amlcompute", "kubernetes"
 NOT_READY_STATES = ("Failed", "Deleting")
 
@@ -64,24 +65,19 @@ def cluster_ready(candidate: Candidate) -> bool:
     return bool(candidate.status.get("pool")) and candidate.state not in NOT_READY_STATES and bool(candidate.host)
 
 
-def _counts(candidate: Candidate) -> tuple[int, int, int]:
-    status = candidate.status
-    most = int(status.get("max_node_count") or candidate.max_instances)
-    return int(status.get("idle_node_count") or 0), int(status.get("current_node_count") or 0), most
+def _room(candidate: Candidate) -> pools.PoolRoom:
+    return pools.PoolRoom.of(candidate.status, candidate.max_instances)
 
 
 def cluster_capacity(candidate: Candidate, count: int) -> tuple[bool, str]:
     """(holds `count` nodes at all, fits_now | can_scale | at_limit) for a ready compute cluster."""
-    idle, current, most = _counts(candidate)
-    if idle >= count:
-        return most >= count, FITS_NOW
-    if idle + max(0, most - current) >= count:
-        return most >= count, CAN_SCALE
-    return most >= count, AT_LIMIT
+    room = _room(candidate)
+    return room.max_nodes >= count, room.capacity(count)
 
 
 def _cluster_reason(candidate: Candidate, size: str, count: int, capacity: str) -> str:
-    idle, current, most = _counts(candidate)
+    room = _room(candidate)
+    idle, current, most = room.idle, room.current, room.max_nodes
     where = f"compute cluster '{candidate.name}' ({size}, {candidate.status.get('engine')} pool {candidate.status['pool']})"
     instances = f"{count} instance{'s' if count != 1 else ''}"
     if capacity == FITS_NOW:

@@ -16,12 +16,12 @@ DS3, F4 = "Standard_DS3_v2", "Standard_F4s_v2"
 def compute_cluster(workspace, owner, name: str, size: str = DS3, host: str = "k8s", *, idle: int = 0, current: int = 0,
                     max_instances: int = 4, pool: bool = True) -> ComputeTarget:
     """A compute cluster as its reconcile leaves it (the pool declared on `host`), without a cluster behind it."""
-    compute = create_compute(workspace, owner, "amlcompute", name=name, size=size, max_instances=max_instances)
-    compute.properties = {**compute.properties, "kubernetes_compute": host}
+    compute = create_compute(workspace, owner, "amlcompute", name=name, size=size, max_instances=max_instances,
+                             kubernetes_compute=host)
     compute.status = {"engine": pools.KARPENTER, "pool": pools.pool_name(workspace.name, name), "current_node_count": current,
                       "target_node_count": current, "idle_node_count": idle, "max_node_count": max_instances,
                       "scaling": "steady", "autoscaler_errors": [], "nodes": []} if pool else {}
-    compute.save(update_fields=["properties", "status"])
+    compute.save(update_fields=["status"])
     return compute
 
 

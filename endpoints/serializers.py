@@ -24,7 +24,7 @@ def endpoint_as_dict(endpoint: OnlineEndpoint, request=None, detail: bool = Fals
     body = {
         "name": endpoint.name, "description": endpoint.description, "tags": endpoint.tags, "auth_mode": endpoint.auth_mode,
         "compute": compute_reference(endpoint),
-        **({"placement": endpoint.placement} if endpoint.is_managed else {}),
+        "placement": endpoint.placement if endpoint.is_managed else None,
         "traffic": endpoint.traffic, "mirror_traffic": endpoint.mirror_traffic, **endpoint.extra,
         "scoring_uri": scoring_uri(endpoint, request),
         "provisioning_state": endpoint.provisioning_state, "provisioning_errors": endpoint.provisioning_errors,
@@ -46,7 +46,7 @@ def deployment_as_dict(deployment: OnlineDeployment, detail: bool = False) -> di
         # a local deployment has no instance type (its process runs on the Dockyard host): null, as the studio shows
         "instance_type": deployment.instance_type or None, "instance_count": deployment.instance_count,
         "resources": deployment.resources,
-        **({"placement": deployment.placement} if deployment.placement else {}),
+        "placement": deployment.placement or None,
         "provisioning_state": deployment.provisioning_state, "provisioning_errors": deployment.provisioning_errors,
         "status": deployment.status,
         "created_by": deployment.created_by.username if deployment.created_by else None,
@@ -67,7 +67,7 @@ class OnlineEndpointSerializer(serializers.Serializer):
     public_network_access = serializers.CharField(required=False, help_text="enabled only (no private endpoints).")
     compute = serializers.CharField(required=False, allow_null=True, help_text="'local' or 'azureml:<kubernetes compute>'; "
                                     "left out (null) for a managed endpoint, which Dockyard places.")
-    placement = serializers.DictField(read_only=True, help_text="Managed endpoints only: kubernetes_compute (the attachment "
+    placement = serializers.DictField(read_only=True, allow_null=True, help_text="Managed endpoints only (else null): kubernetes_compute (the attachment "
                                       "its first deployment fixed; null before), fixed_by and reason.")
     traffic = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=100), required=False,
                                     help_text="deployment → percent; totals 0 or 100; names existing deployments.")
@@ -121,7 +121,7 @@ class OnlineDeploymentSerializer(serializers.Serializer):
     provisioning_state = serializers.CharField(read_only=True)
     provisioning_errors = serializers.ListField(child=serializers.DictField(), read_only=True)
     status = serializers.DictField(read_only=True)
-    placement = serializers.DictField(read_only=True, help_text="Managed deployments only: compute, compute_type "
+    placement = serializers.DictField(read_only=True, allow_null=True, help_text="Managed deployments only (else null): compute, compute_type "
                                       "(amlcompute or kubernetes), kubernetes_compute, instance_type, capacity (fits_now, "
                                       "can_scale, at_limit, fits_nodes), engine and pool (a compute cluster's), reason.")
     created_by = serializers.CharField(read_only=True, allow_null=True)

@@ -24,7 +24,8 @@ NAME_HELP = "3–32 letters, digits or '-', starting with a letter."
 ENDPOINT_FIELDS = (
     Field("name", "Endpoint name", required=True, help=NAME_HELP + " Part of the scoring URL."),
     Field("compute", "Compute", "select", required=True,
-          help="local: inference servers on the worker's host; a Kubernetes compute: a Deployment per deployment."),
+          help="local: inference servers on the worker's host; a Kubernetes compute: a Deployment per deployment; "
+               "managed: each deployment is placed on a compute cluster of its VM size."),
     Field("auth_mode", "Authentication", "select", initial="key",
           choices=(("key", "Key: two keys, shown once"), ("aml_token", "Token: a member's Dockyard API token"))),
     Field("description", "Description", "textarea"),
@@ -102,13 +103,15 @@ def pasted_deployment(text: str) -> object:
 
 # Create an endpoint
 
+MANAGED = "managed"  # the form's choice for an endpoint without `compute`, which Dockyard places (Azure ML's managed)
+
 
 def endpoint_body(data) -> dict:
     """The API body of the create form."""
     compute = (data.get("compute") or "").strip()
-    body = {"name": (data.get("name") or "").strip(),
-            "compute": compute if compute in ("", LOCAL) else f"azureml:{compute}",
-            "auth_mode": data.get("auth_mode") or "key"}
+    body = {"name": (data.get("name") or "").strip(), "auth_mode": data.get("auth_mode") or "key"}
+    if compute != MANAGED:
+        body["compute"] = compute if compute in ("", LOCAL) else f"azureml:{compute}"
     description = (data.get("description") or "").strip()
     if description:
         body["description"] = description
@@ -128,7 +131,8 @@ def bind_endpoint(workspace, data, errors: list[dict]) -> tuple[dict[str, BoundF
     bound = {}
     for spec in ENDPOINT_FIELDS:
         if spec.name == "compute":
-            spec = replace(spec, choices=tuple(target_choices(workspace)))
+            managed = (MANAGED, "managed — placed on a compute cluster of each deployment's VM size")
+            spec = replace(spec, choices=(*target_choices(workspace), managed))
         bound[spec.name] = BoundField(spec, data.get(spec.name, ""), by_field.get(spec.name, []))
     return bound, [row for row in errors if (row["target"] or "").split(".", 1)[0] not in names]
 

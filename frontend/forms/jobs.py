@@ -6,7 +6,8 @@ this module only turns form fields into that body (numbers as ints, key=value li
 """
 from dataclasses import replace
 
-from compute.selectors import instance_type_list, kubernetes_compute_list
+from compute.choices import ComputeType
+from compute.selectors import compute_list, instance_type_list, kubernetes_compute_list
 
 from .compute import LOCAL, target_choices
 from .fields import BoundField, Field, as_number, errors_by_field, parse_pairs
@@ -127,9 +128,17 @@ def field_of(target: str) -> str:
     return target if target in FIELD_NAMES else ""
 
 
+def compute_clusters(workspace) -> list:
+    """The workspace's compute clusters, by name (a job takes whole nodes of the cluster's size)."""
+    return list(compute_list(workspace=workspace, load_creators=False, types=[ComputeType.AMLCOMPUTE]).order_by("name"))
+
+
 def compute_choices(workspace) -> list[tuple[str, str]]:
-    """Where a job can run: local (when this server allows it), each Kubernetes compute, serverless."""
-    return [*target_choices(workspace), (SERVERLESS, "serverless")]
+    """Where a job can run: local (when this server allows it), each Kubernetes compute, each compute cluster,
+    serverless."""
+    clusters = [(cluster.name, f"{cluster.name} — compute cluster ({cluster.properties.get('size')})")
+                for cluster in compute_clusters(workspace)]
+    return [*target_choices(workspace), *clusters, (SERVERLESS, "serverless")]
 
 
 def initial_compute(choices: list[tuple[str, str]]) -> str:
@@ -147,6 +156,10 @@ def instance_type_choices(workspace, compute_choice: str) -> tuple[list[tuple[st
         names = sorted({row["name"] for compute in computes for row in instance_type_list(compute=compute)})
         choices = [("", "the smallest that fits a node now")]
         return choices + [(name, name) for name in names], "Placement picks the compute that has this instance type free."
+    cluster = next((cluster for cluster in compute_clusters(workspace) if cluster.name == compute_choice), None)
+    if cluster is not None:
+        size = cluster.properties.get("size", "")
+        return [("", f"{size} (the cluster's size)")], "Each instance takes one whole node of the compute cluster's size."
     compute = next((compute for compute in computes if compute.name == compute_choice), None)
     rows = instance_type_list(compute=compute) if compute else []
     return menu(rows), "Pod shape (requests, limits, node selector) from the compute's instance types."

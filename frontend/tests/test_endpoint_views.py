@@ -116,6 +116,15 @@ def test_compute_choices_are_local_when_allowed_and_kubernetes_computes(client_a
     assert OnlineEndpoint.objects.get(name="served").compute == kubernetes
 
 
+def test_a_managed_endpoint_is_created_without_a_compute(client_as, kubernetes):
+    block = field_block(text(client_as("owner").get(LIST)), "compute")
+    assert 'value="managed"' in block and "placed on a compute cluster" in block
+    response = client_as("owner").post(LIST, {"name": "placed", "compute": "managed", "auth_mode": "key"})
+    assert response.status_code == 200 and 'id="endpoint-created"' in text(response)  # its keys, shown once
+    endpoint = OnlineEndpoint.objects.get(name="placed")
+    assert endpoint.is_managed and endpoint.compute_id is None
+
+
 def test_the_list_shows_compute_auth_state_deployments_and_traffic(client_as, blue_green, kube_endpoint):
     body = text(client_as("reader").get(LIST))
     for header in ("Name", "State", "Compute", "Authentication", "Deployments", "Traffic", "Created"):

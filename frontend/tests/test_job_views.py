@@ -189,6 +189,24 @@ def test_form_offers_local_the_kubernetes_computes_and_serverless(client_as, kub
     assert "compute: azureml:k8s" in body and "$schema: https://azuremlschemas" in body
 
 
+def test_form_offers_compute_clusters_with_their_size_and_submits_to_one(client_as, kubernetes_compute, workspace, owner):
+    ComputeTarget.objects.create(workspace=workspace, name="gpu-cluster", type="amlcompute", created_by=owner,
+                                 provisioning_state=ProvisioningState.SUCCEEDED,
+                                 properties={"size": "Standard_NC6s_v3", "max_instances": 2, "kubernetes_compute": "k8s"})
+    client = client_as("contributor")
+    body = text(client.get(FORM))
+    options = re.findall(r'<option value="([^"]*)"', body.split('id="id_compute"')[1].split("</select>")[0])
+    assert options == ["local", "k8s", "gpu-cluster", "serverless"]
+    assert "gpu-cluster — compute cluster (Standard_NC6s_v3)" in body
+    menu = text(client.get("/w/team-a/jobs/new/instance-types/?compute=gpu-cluster"))
+    assert "Standard_NC6s_v3 (the cluster&#x27;s size)" in menu and "gpu-small" not in menu
+    data = {**LOCAL_FORM, "compute": "gpu-cluster", "image": "python:3.11", "instance_type": ""}
+    response = client.post(FORM, data)
+    assert response.status_code == 302, text(response)
+    job = Job.objects.get()
+    assert (job.target, job.compute.name, job.instance_type) == ("kubernetes", "gpu-cluster", "Standard_NC6s_v3")
+
+
 def test_form_leaves_local_out_when_the_server_turns_it_off(client_as, workspace, settings):
     settings.DOCKYARD_LOCAL_COMPUTE = False
     body = text(client_as("contributor").get(FORM))

@@ -25,6 +25,9 @@ REQUIRED_ACCESS = [
     ("create", "batch", "jobs", True),
     ("delete", "batch", "jobs", True),
     ("list", "", "pods", True),
+    # every job's signed URLs live in a Secret of its own, applied at submit and deleted with the job
+    ("patch", "", "secrets", True),
+    ("delete", "", "secrets", True),
 ]
 CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 

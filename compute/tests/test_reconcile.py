@@ -81,6 +81,21 @@ def test_forbidden_credentials_fail_naming_what_is_missing(owner_api, fake_kube)
     assert "patch instancetypes" in compute.provisioning_errors[0]["message"]
 
 
+def test_credentials_that_may_not_write_secrets_fail_saying_so(owner_api, fake_kube):
+    from tests.fake_kube.auth import Rule
+
+    # everything but Secrets: the jobs' URL Secrets could not be applied
+    fake_kube.add_token("no-secrets", "no-secrets-bot", [Rule(resources=tuple(sorted(
+        {"instancetypes", "jobs", "pods", "namespaces", "customresourcedefinitions", "selfsubjectaccessreviews"})))])
+    body = {"name": "k8s", "type": "kubernetes", "kubeconfig": yaml.safe_dump(fake_kube.kubeconfig(token="no-secrets"))}
+    assert owner_api.post(f"{BASE}/", body, format="json").status_code == 201
+    compute = ComputeTarget.objects.get(name="k8s")
+    run_compute(compute)
+    compute.refresh_from_db()
+    assert compute.provisioning_state == ProvisioningState.FAILED
+    assert compute.provisioning_errors[0]["message"].startswith("The credentials may not patch secrets, delete secrets")
+
+
 def test_unreachable_cluster_fails_and_is_retried(owner_api, fake_kube):
     body = {"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()}
     owner_api.post(f"{BASE}/", body, format="json")

@@ -36,7 +36,7 @@ from kubernetes import config as k8s_config  # noqa: E402
 from bench.support.databases import throwaway_database  # noqa: E402
 from bench.support.processes import time_limit  # noqa: E402
 from bench.support.report import load, verdict  # noqa: E402
-from bench.support.seeding import patched, seed_workspace, set_kube_limit  # noqa: E402
+from bench.support.seeding import Task, patched, seed_workspace, set_kube_limit  # noqa: E402
 from bench.support.timing import Stopwatch  # noqa: E402
 from compute import reconcile, services  # noqa: E402
 from compute.manifests import nodepool_manifest, placeholder_manifest, priority_class_manifest  # noqa: E402
@@ -55,17 +55,6 @@ CONFIGURED = (kube.QPS, kube.BURST)
 SIZES = ("Standard_DS3_v2", "Standard_F4s_v2", "Standard_NC6s_v3", "Standard_ND96asr_v4")
 WRITE_SQL = ("INSERT", "UPDATE", "DELETE")
 FAKES: list[FakeKube] = []
-
-
-class Task:
-    """What pool_batch and locked_run need of a bound Celery task; a transient cluster error ends the bench loudly."""
-
-    class request:
-        retries = 0
-
-    @staticmethod
-    def retry(countdown=None, exc=None, **kwargs):
-        return RuntimeError(f"transient cluster error during the benchmark: {exc}")
 
 
 def new_fake() -> FakeKube:

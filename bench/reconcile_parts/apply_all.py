@@ -12,14 +12,13 @@ from kubernetes import config as k8s_config
 from bench.reconcile_parts import RAISED, WRITE_SQL
 from bench.reconcile_parts.cluster import (
     CONFIGURED,
-    Task,
     live_count,
     new_fake,
     point_cluster,
     reset_records,
     stop_fake,
 )
-from bench.support.seeding import patched, set_kube_limit
+from bench.support.seeding import Task, patched, set_kube_limit
 from bench.support.timing import Stopwatch, timed, timed_sql
 from compute import reconcile
 from compute.manifests import instance_type_crd

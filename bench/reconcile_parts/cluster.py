@@ -1,6 +1,6 @@
 """The fake clusters (tests.fake_kube in this process) and the records reconciled onto them."""
 from bench.reconcile_parts import NODES
-from bench.support.seeding import patched, seed_workspace
+from bench.support.seeding import Task, patched, seed_workspace
 from compute import reconcile, services
 from compute.manifests import INSTANCE_TYPE_API_VERSION, INSTANCE_TYPE_GROUP, instance_type_crd
 from compute.models import Cluster, ComputeTarget, InstanceType
@@ -10,17 +10,6 @@ from tests.fake_kube import FakeKube
 
 CONFIGURED = (kube.QPS, kube.BURST)
 FAKES: list[FakeKube] = []
-
-
-class Task:
-    """What locked_run needs of a bound Celery task; a transient cluster error ends the benchmark loudly."""
-
-    class request:
-        retries = 0
-
-    @staticmethod
-    def retry(countdown=None, exc=None, **kwargs):
-        return RuntimeError(f"transient cluster error during the benchmark: {exc}")
 
 
 def new_fake() -> FakeKube:

@@ -1,7 +1,6 @@
 """A Kubernetes compute's pages: overview with its live checks, instance types, nodes; the attach wizard's context picker."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -13,7 +12,7 @@ from controlplane.reconciling import ProvisioningState
 
 from .. import attach_checks
 from ..forms import compute as compute_form
-from .common import USER_ERRORS, error_rows, require, workspace_page
+from .common import USER_ERRORS, compute_of_type, error_rows, require, workspace_page
 
 SECTIONS = (("overview", "Overview"), ("instance-types", "Instance types"), ("nodes", "Nodes"))
 UNSETTLED = (ProvisioningState.CREATING, ProvisioningState.UPDATING, ProvisioningState.DELETING)
@@ -22,13 +21,7 @@ KUBECONFIG = next(spec for spec in compute_form.TYPE_FIELDS[ComputeType.KUBERNET
 
 def kubernetes_compute(workspace, name: str) -> ComputeTarget:
     """A Kubernetes compute of the workspace, or 404: other types have no cluster pages."""
-    try:
-        compute = selectors.compute_get(workspace=workspace, name=name)
-    except ComputeTarget.DoesNotExist:
-        raise Http404 from None
-    if compute.type != ComputeType.KUBERNETES:
-        raise Http404
-    return compute
+    return compute_of_type(workspace, name, ComputeType.KUBERNETES)
 
 
 def cluster_context(context: dict, compute: ComputeTarget, section: str) -> dict:

@@ -1,7 +1,10 @@
 """What every studio page shares: the workspace it is in, the user's permissions there, error rows."""
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from rest_framework import exceptions
 
+from compute import selectors as compute_selectors
+from compute.models import ComputeTarget
 from controlplane.api import BadRequest, Conflict, flatten_details
 from workspaces import access, selectors
 
@@ -54,3 +57,14 @@ def error_rows(exc: Exception, target: str = "") -> list[dict]:
     if isinstance(exc, BadRequest) and exc.details:  # every problem, each at its field path
         return [{"target": row.get("target") or target, "message": row["message"]} for row in exc.details]
     return [{"target": target, "message": str(exc.detail)}]
+
+
+def compute_of_type(workspace, name: str, compute_type: str) -> ComputeTarget:
+    """A compute of the workspace of that type, or 404: the pages of one type have nothing to show for another."""
+    try:
+        compute = compute_selectors.compute_get(workspace=workspace, name=name)
+    except ComputeTarget.DoesNotExist:
+        raise Http404 from None
+    if compute.type != compute_type:
+        raise Http404
+    return compute

@@ -1,13 +1,11 @@
 """A compute cluster's pool on its page: node counts, scaling, nodes and errors in words, polled by htmx."""
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import render
 
-from compute import selectors
 from compute.choices import ComputeType
 from compute.models import ComputeTarget
 
-from .common import workspace_page
+from .common import compute_of_type, workspace_page
 
 ENGINES = {
     "karpenter": ("Karpenter", "NodePool"),
@@ -38,13 +36,7 @@ def pool_context(compute: ComputeTarget) -> dict:
 
 def compute_cluster(workspace, name: str) -> ComputeTarget:
     """A compute cluster of the workspace, or 404: other types have no pool."""
-    try:
-        compute = selectors.compute_get(workspace=workspace, name=name)
-    except ComputeTarget.DoesNotExist:
-        raise Http404 from None
-    if compute.type != ComputeType.AMLCOMPUTE:
-        raise Http404
-    return compute
+    return compute_of_type(workspace, name, ComputeType.AMLCOMPUTE)
 
 
 @login_required

@@ -32,3 +32,30 @@ STUDIO_TABS = {
         ComputeType.BATCH,
     ],
 }
+
+
+class InstanceState(models.TextChoices):
+    """A compute instance's observed state (API.md: GET adds `state`)."""
+
+    CREATING = "Creating"
+    RUNNING = "Running"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+    STARTING = "Starting"
+    FAILED = "Failed"
+
+
+class DesiredState(models.TextChoices):
+    """What the owner (or idle shutdown, or a schedule) last asked a compute instance to be."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class StopCause(models.TextChoices):
+    """Why a compute instance was last asked to stop (shown with its state)."""
+
+    NONE = ""
+    USER = "user"
+    IDLE = "idle"
+    SCHEDULE = "schedule"

@@ -8,7 +8,7 @@ from controlplane.kube.resources import Shape
 from controlplane.reconciling import Reconciled
 from workspaces.models import Workspace
 
-from .choices import ComputeType
+from .choices import ComputeType, DesiredState, InstanceState, StopCause
 from .spec.rules import compute_name_problem
 
 
@@ -115,3 +115,32 @@ class InstanceType(Reconciled):
     def shape_fields(shape: Shape) -> dict:
         """The record's fields that hold a shape, as a shape gives them (`shape`'s inverse)."""
         return {"node_selector": shape.node_selector, "requests": shape.requests, "limits": shape.limits, "gpu": shape.gpu}
+
+
+class ComputeInstance(models.Model):
+    """A compute instance's run state beside its ComputeTarget: what was asked (desired, restarts, schedule firings)
+    and what was observed (state, reason, last activity); the per-instance token lives in the target's secrets."""
+
+    compute = models.OneToOneField(ComputeTarget, on_delete=models.CASCADE, related_name="instance")
+    # Only this user (and staff) may open the instance: Azure ML's single owner. Null only when the user was deleted.
+    assigned_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    desired_state = models.CharField(max_length=16, choices=DesiredState.choices, default=DesiredState.RUNNING)
+    stop_cause = models.CharField(max_length=16, choices=StopCause.choices, default=StopCause.NONE, blank=True)
+    # A restart asked at this time is done once the server runs in a pod started after it.
+    restart_requested_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=16, choices=InstanceState.choices, default=InstanceState.CREATING)
+    state_reason = models.TextField(blank=True, default="")
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+    # Idle shutdown: the newest activity any probe saw, what it was ("kernel busy", "terminal", "VS Code"), and when
+    # the probes last answered (a failing probe never counts as idle, so this can lag).
+    last_activity = models.DateTimeField(null=True, blank=True)
+    last_activity_source = models.CharField(max_length=200, blank=True, default="")
+    probed_at = models.DateTimeField(null=True, blank=True)
+    probe_error = models.TextField(blank=True, default="")
+    # Start/stop schedules: {"<index in schedules.compute_start_stop>": "<ISO time of the firing last acted on>"}.
+    schedule_fired_at = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"instance {self.compute_id}"

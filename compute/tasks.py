@@ -168,3 +168,15 @@ def resync() -> int:
     for pk in clusters:
         sync_cluster.delay(pk)
     return len(computes) + len(batches) + len(clusters)
+
+
+@shared_task(acks_late=True)
+def observe_compute_instances() -> int:
+    """Observe running compute instances (state, activity probes) and stop the idle ones; returns how many."""
+    return 0  # issue 14 builds it (compute/reconcile/instances.py)
+
+
+@shared_task(acks_late=True)
+def fire_instance_schedules() -> int:
+    """Fire the start/stop schedules that are due, each once (row lock, schedule_fired_at); returns how many fired."""
+    return 0  # issue 14 builds it (compute/schedules.py)

@@ -259,12 +259,25 @@ DOCKYARD_ARTIFACT_COLLECT_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_COLLEC
 DOCKYARD_POOL_OBSERVE_SECONDS = float(os.environ.get("DOCKYARD_POOL_OBSERVE_SECONDS", "5"))
 # The image of the placeholder pods that hold a compute cluster's min_instances nodes (they only sleep).
 DOCKYARD_PLACEHOLDER_IMAGE = os.environ.get("DOCKYARD_PLACEHOLDER_IMAGE", "registry.k8s.io/pause:3.10")
+# Compute instances: the server images (JupyterLab from Jupyter Docker Stacks; VS Code in the browser as a second
+# container), how often running instances are observed and probed for activity (idle shutdown), and how many seconds
+# make one minute of `idle_time_before_shutdown` (60; tests shorten it so a 15-minute threshold passes in seconds).
+DOCKYARD_INSTANCE_IMAGE = os.environ.get("DOCKYARD_INSTANCE_IMAGE", "quay.io/jupyter/scipy-notebook:2025-12-01")
+DOCKYARD_CODE_SERVER_IMAGE = os.environ.get("DOCKYARD_CODE_SERVER_IMAGE", "docker.io/codercom/code-server:4.106.3")
+DOCKYARD_INSTANCE_PROBE_SECONDS = float(os.environ.get("DOCKYARD_INSTANCE_PROBE_SECONDS", "60"))
+DOCKYARD_IDLE_SECONDS_PER_MINUTE = float(os.environ.get("DOCKYARD_IDLE_SECONDS_PER_MINUTE", "60"))
+# Start/stop schedules are checked this often (a schedule fires at most this late).
+DOCKYARD_SCHEDULE_SECONDS = float(os.environ.get("DOCKYARD_SCHEDULE_SECONDS", "30"))
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "observe-pools": {"task": "compute.tasks.observe_compute_clusters",
                       "schedule": timedelta(seconds=DOCKYARD_POOL_OBSERVE_SECONDS)},
     "resync-jobs": {"task": "jobs.tasks.resync_jobs", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "resync-endpoints": {"task": "endpoints.tasks.resync_endpoints", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
+    "observe-instances": {"task": "compute.tasks.observe_compute_instances",
+                          "schedule": timedelta(seconds=DOCKYARD_INSTANCE_PROBE_SECONDS)},
+    "instance-schedules": {"task": "compute.tasks.fire_instance_schedules",
+                           "schedule": timedelta(seconds=DOCKYARD_SCHEDULE_SECONDS)},
     "collect-artifacts": {"task": "assets.tasks.collect_artifacts", "schedule": timedelta(seconds=DOCKYARD_ARTIFACT_COLLECT_SECONDS)},
 }
 

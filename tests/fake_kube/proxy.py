@@ -396,7 +396,9 @@ class Request:
         handler = self.handler
         self.record.status = status
         try:
-            handler.send_response(status)
+            handler.send_response_only(status)  # no Server header of our own; Date only if the backend gave none
+            if not any(k.lower() == "date" for k, _ in headers):
+                handler.send_header("Date", handler.date_time_string())
             handler.send_header("Audit-Id", str(uuid.uuid4()))
             handler.send_header("Cache-Control", "no-cache, private")  # WithCacheControl, before the backend's own
             length = None

@@ -25,25 +25,6 @@ def app_for(label: str):
     return app
 
 
-@pytest.fixture
-def notebook(fake_kube, kube_api):
-    """A StatefulSet `ci-nb` (one pod `ci-nb-0`, ports jupyter 8888 and vscode 8080) and its headless Service."""
-    SERVED.clear()
-    labels = {"dockyard.io/compute-instance": "nb"}
-    client.CoreV1Api(kube_api).create_namespaced_service(NAMESPACE, {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "ci-nb"},
-        "spec": {"clusterIP": "None", "selector": labels, "ports": [
-            {"name": "jupyter", "port": 8888, "targetPort": "jupyter"},
-            {"name": "vscode", "port": 8080, "targetPort": "vscode"}]}})
-    client.AppsV1Api(kube_api).create_namespaced_stateful_set(NAMESPACE, {
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "ci-nb"},
-        "spec": {"replicas": 1, "serviceName": "ci-nb", "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [
-                     {"name": "jupyter", "image": "lab:1", "ports": [{"name": "jupyter", "containerPort": 8888}]},
-                     {"name": "vscode", "image": "code:1", "ports": [{"name": "vscode", "containerPort": 8080}]}]}}}})
-    return fake_kube
-
-
 def call(api: client.ApiClient, path: str, method: str = "GET", query=None, headers=None, body=None, token=True):
     """A raw request through the client; returns (status, headers, body text)."""
     try:
@@ -57,6 +38,11 @@ def call(api: client.ApiClient, path: str, method: str = "GET", query=None, head
 
 def pod_path(pod_id: str, rest: str = "") -> str:
     return f"/api/v1/namespaces/{NAMESPACE}/pods/{pod_id}/proxy{rest}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    SERVED.clear()
 
 
 def test_a_pending_pod_without_an_ip_is_address_not_allowed(notebook, kube_api):

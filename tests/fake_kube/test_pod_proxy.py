@@ -150,3 +150,16 @@ def test_rbac_verbs_on_pods_proxy(notebook, kube_api, method, verb):
     if method != "HEAD":
         assert f'cannot {verb} resource "pods/proxy"' in json.loads(denied[2])["message"]
     assert call(kube_api, pod_path("ci-nb-0:8888", "/api"), token=False)[0] == 401
+
+
+def test_a_pod_still_pulling_its_image_has_an_address_but_refuses(notebook, kube_api):
+    notebook.plan_pods(labels={"dockyard.io/compute-instance": "nb"}, image_pull_error="ErrImagePull")
+    client.CoreV1Api(kube_api).delete_namespaced_pod("ci-nb-0", NAMESPACE)
+    notebook.advance(2)
+    pod = notebook.get("pods", "ci-nb-0", NAMESPACE)
+    with wsgi_backend(app_for("jupyter")) as url:
+        notebook.serve_pod(NAMESPACE, "ci-nb-0", url)
+        status, _, body = call(kube_api, pod_path("ci-nb-0:8888", "/api"))
+    assert pod["status"]["phase"] == "Pending" and pod["status"]["podIP"]
+    assert (status, json.loads(body)["message"]) == (
+        503, f"error trying to reach service: dial tcp {pod['status']['podIP']}:8888: connect: connection refused")

@@ -7,10 +7,10 @@ from datetime import timedelta
 from unittest.mock import patch
 
 import pytest
-from kubernetes import client
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from kubernetes import client
 
 from compute import reconcile, tasks
 from compute.choices import ComputeType, DesiredState, InstanceState, StopCause

@@ -9,6 +9,9 @@ from compute.tasks import resync
 from controlplane.celery import app
 from controlplane.reconciling import ProvisioningState
 
+# A type that is a record only (no cluster behind it): a compute instance now runs on a kubernetes compute.
+RECORD_ONLY = {"name": "cpu", "type": "virtualmachine", "address": "10.0.0.5", "admin_username": "azureuser", "admin_password": "pw-123456"}
+
 
 def wait_for(predicate, timeout: float = 20.0):
     """Poll until predicate() is truthy; a worker is asynchronous by design."""
@@ -34,7 +37,7 @@ def state_of(name: str) -> str | None:
 
 
 def test_created_compute_is_reconciled_by_the_worker(worker, owner_api, workspace):
-    response = owner_api.post("/api/v1/workspaces/team-a/computes/", {"name": "cpu", "type": "computeinstance"}, format="json")
+    response = owner_api.post("/api/v1/workspaces/team-a/computes/", RECORD_ONLY, format="json")
     assert response.status_code == 201 and response.json()["provisioning_state"] == "Creating"
     wait_for(lambda: state_of("cpu") == ProvisioningState.SUCCEEDED)
     compute = ComputeTarget.objects.get(name="cpu")
@@ -42,9 +45,9 @@ def test_created_compute_is_reconciled_by_the_worker(worker, owner_api, workspac
 
 
 def test_update_then_delete_converge(worker, owner_api, workspace):
-    owner_api.post("/api/v1/workspaces/team-a/computes/", {"name": "cpu", "type": "computeinstance"}, format="json")
+    owner_api.post("/api/v1/workspaces/team-a/computes/", RECORD_ONLY, format="json")
     wait_for(lambda: state_of("cpu") == ProvisioningState.SUCCEEDED)
-    response = owner_api.patch("/api/v1/workspaces/team-a/computes/cpu/", {"idle_time_before_shutdown_minutes": 60}, format="json")
+    response = owner_api.patch("/api/v1/workspaces/team-a/computes/cpu/", {"ssh_port": 2222}, format="json")
     assert response.json()["provisioning_state"] == "Updating"
     wait_for(lambda: ComputeTarget.objects.filter(name="cpu", observed_generation=2, provisioning_state="Succeeded").exists())
     assert owner_api.delete("/api/v1/workspaces/team-a/computes/cpu/").status_code == 202

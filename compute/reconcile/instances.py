@@ -272,7 +272,7 @@ def instance_state(*, running: bool, statefulset: dict | None, pod: dict | None,
     message = unschedulable_message(pod)
     if message is not None:
         parts = unschedulable_parts(message, node_selector)
-        words = "; ".join(parts) if parts else message or "the scheduler gave no reason"
+        words = "; ".join(parts) if parts else message.rstrip(".") or "the scheduler gave no reason"
         return InstanceState.FAILED, f"No node can run it: {words}."
     found = container_problem(pod)
     if found:

@@ -21,20 +21,29 @@ def _credentials(compute: ComputeTarget) -> dict:
     }
 
 
-# Properties key of a compute cluster (amlcompute): the name of the `kubernetes` compute of its workspace it lives on.
+# Properties key of a compute cluster (amlcompute) or a compute instance: the name of the `kubernetes` compute of its
+# workspace it lives on. A compute instance may name LOCAL instead: the sandboxed local mode, on no cluster.
 HOST_KEY = "kubernetes_compute"
+LOCAL = "local"
 
 
 def host_attachment(compute: ComputeTarget) -> ComputeTarget | None:
     """The `kubernetes` compute whose credentials and namespace act for `compute`: itself, or the attachment a compute
-    cluster names (None when that is gone). Read once per record object."""
+    cluster or compute instance names (None when that is gone, or for a local compute instance). Read once per record
+    object."""
     if compute.type == ComputeType.KUBERNETES:
         return compute
     if "_host_attachment" not in compute.__dict__:
         name = compute.properties.get(HOST_KEY)
+        name = None if name == LOCAL and compute.type == ComputeType.COMPUTEINSTANCE else name
         compute.__dict__["_host_attachment"] = ComputeTarget.objects.select_related("cluster").filter(
             workspace_id=compute.workspace_id, type=ComputeType.KUBERNETES, name=name).first() if name else None
     return compute.__dict__["_host_attachment"]
+
+
+def on_cluster(compute: ComputeTarget) -> bool:
+    """A compute instance that runs on a kubernetes compute (not in the sandboxed local mode)."""
+    return compute.type == ComputeType.COMPUTEINSTANCE and compute.properties.get(HOST_KEY) != LOCAL
 
 
 def namespace_of(compute: ComputeTarget) -> str:

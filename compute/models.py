@@ -128,9 +128,14 @@ class ComputeInstance(models.Model):
     stop_cause = models.CharField(max_length=16, choices=StopCause.choices, default=StopCause.NONE, blank=True)
     # A restart asked at this time is done once the server runs in a pod started after it.
     restart_requested_at = models.DateTimeField(null=True, blank=True)
+    # The restart request reconcile last acted on (it deleted the pod then): a later request restarts again. Compared
+    # with the request, never with the pod's start time, so the cluster's clock does not matter.
+    restart_handled_at = models.DateTimeField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=InstanceState.choices, default=InstanceState.CREATING)
     state_reason = models.TextField(blank=True, default="")
     state_changed_at = models.DateTimeField(null=True, blank=True)
+    # When its server was first seen ready: until then a pod that is not ready is Creating, afterwards Starting.
+    first_ready_at = models.DateTimeField(null=True, blank=True)
     # Idle shutdown: the newest activity any probe saw, what it was ("kernel busy", "terminal", "VS Code"), and when
     # the probes last answered (a failing probe never counts as idle, so this can lag).
     last_activity = models.DateTimeField(null=True, blank=True)

@@ -175,6 +175,23 @@ def instance_type_shape(*, compute: ComputeTarget, name: str | None) -> Shape | 
     return next((shape for shape, _ in _instance_type_shapes(compute, name)), None)
 
 
+def instance_type_shapes(*, compute: ComputeTarget) -> dict[str, Shape]:
+    """Every instance type of the attachment (the built-in default included) as its Shape, by name: one query for a
+    batch of pods to shape."""
+    return {shape.name: shape for shape, _ in _instance_type_shapes(compute, None)}
+
+
+def kubernetes_shape(*, compute: ComputeTarget, name: str, known: dict[str, Shape] | None = None) -> Shape | None:
+    """A pod's shape on a kubernetes compute: its instance type `name` (looked up in `known`, what
+    `instance_type_shapes` gave, when given), else the VM size `name` (one whole node of that size, on nodes of that
+    size) on the attachment's selector; None when neither exists. What jobs and compute instances are shaped by."""
+    shape = known.get(name) if known is not None else instance_type_shape(compute=compute, name=name)
+    if shape is None and vmsizes.vm_size(name):
+        shape = vmsizes.size_shape(name)
+        shape = shape.on(compute.properties.get("node_selector") or {}) if shape else None
+    return shape
+
+
 def placeable_shapes(*, compute: ComputeTarget, name: str | None = None) -> list[Shape]:
     """The instance types (or just `name`) ready on the cluster whose pods fit one of its nodes now, by name."""
     nodes = compute.cluster.nodes if compute.cluster_id else []

@@ -187,14 +187,20 @@ def _new_instance_user(compute: ComputeTarget, properties: dict):
 
 
 def _refuse_hosting(compute: ComputeTarget) -> None:
-    """A kubernetes compute's credentials act for the compute clusters that live on it: those go first."""
+    """A kubernetes compute's credentials act for the compute clusters and compute instances that live on it: those
+    go first."""
     if compute.type != ComputeType.KUBERNETES:
         return
-    hosted = sorted(ComputeTarget.objects.filter(
-        workspace_id=compute.workspace_id, type=ComputeType.AMLCOMPUTE, **{f"properties__{HOST_KEY}": compute.name},
-    ).values_list("name", flat=True))
-    if hosted:
-        raise BadRequest(f"Compute '{compute.name}' hosts the compute cluster(s) {', '.join(hosted)}; delete them first.",
+    hosted = dict(ComputeTarget.objects.filter(
+        workspace_id=compute.workspace_id, type__in=[ComputeType.AMLCOMPUTE, ComputeType.COMPUTEINSTANCE],
+        **{f"properties__{HOST_KEY}": compute.name},
+    ).order_by("name").values_list("name", "type"))
+    clusters = [name for name, kind in hosted.items() if kind == ComputeType.AMLCOMPUTE]
+    instances = [name for name, kind in hosted.items() if kind == ComputeType.COMPUTEINSTANCE]
+    what = ([f"the compute cluster(s) {', '.join(clusters)}"] if clusters else []) + (
+        [f"the compute instance(s) {', '.join(instances)}"] if instances else [])
+    if what:
+        raise BadRequest(f"Compute '{compute.name}' hosts {' and '.join(what)}; delete them first.",
                          code="ComputeInUse", target="name")
 
 

@@ -15,8 +15,8 @@ from controlplane.kube.errors import KubeTransient
 from controlplane.reconciling import ProvisioningState, backoff, locked_run
 
 from . import instances, reconcile, schedules
-from .choices import ComputeType, StopCause
-from .connections import HOST_KEY
+from .choices import ComputeType, InstanceState, StopCause
+from .connections import HOST_KEY, LOCAL
 from .models import Cluster, ComputeInstance, ComputeTarget, InstanceType
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def reconcile_compute_clusters(self, host_id: int | None, ids: list[int]) -> Non
 
 
 def by_host(computes) -> dict[int | None, list[int]]:
-    """Compute clusters' ids by the pk of the kubernetes compute they live on (None: it is gone)."""
+    """Compute clusters' (or compute instances') ids by the pk of the kubernetes compute they live on (None: it is gone)."""
     rows = list(computes.values_list("pk", "workspace_id", f"properties__{HOST_KEY}").order_by("pk"))
     hosts = dict(((workspace, name), pk) for pk, workspace, name in ComputeTarget.objects.filter(
         type=ComputeType.KUBERNETES, workspace_id__in={row[1] for row in rows}).values_list("pk", "workspace_id", "name"))
@@ -172,10 +172,45 @@ def resync() -> int:
     return len(computes) + len(batches) + len(clusters)
 
 
+def instances_to_observe():
+    """Settled compute instances on a cluster that are not Stopped (Failed ones too: they may recover)."""
+    return ComputeTarget.objects.filter(type=ComputeType.COMPUTEINSTANCE, observed_generation=F("generation")).exclude(
+        provisioning_state=ProvisioningState.DELETING).exclude(**{f"properties__{HOST_KEY}": LOCAL}).exclude(
+        instance__state=InstanceState.STOPPED)
+
+
+def observe_instance_batch(host_id: int | None, ids: list[int]) -> None:
+    """Observe a batch of one attachment's compute instances under their row locks (busy rows are skipped: a reconcile
+    or an action has them): one LIST per kind for all, states written when they change, running ones probed for
+    idleness and stopped when idle. A cluster that does not answer now is looked at again at the next tick."""
+    with transaction.atomic():
+        rows = ComputeTarget.objects.select_for_update(skip_locked=True, of=("self",)).select_related("workspace", "instance")
+        records = list(rows.filter(pk__in=ids, type=ComputeType.COMPUTEINSTANCE, observed_generation=F("generation"))
+                       .exclude(provisioning_state=ProvisioningState.DELETING).order_by("pk"))
+        host = ComputeTarget.objects.filter(pk=host_id).select_related("cluster").first() if host_id else None
+        try:
+            if records:
+                reconcile.reconcile_compute_instances(host, records, changed=set(), probe=True)
+        except KubeTransient as exc:
+            logger.info("Compute instances of attachment %s not observed this time: %s", host_id, exc)
+
+
 @shared_task(acks_late=True)
 def observe_compute_instances() -> int:
-    """Observe running compute instances (state, activity probes) and stop the idle ones; returns how many."""
-    return 0  # issue 14 builds it (compute/reconcile/instances.py)
+    """Observe compute instances that are not Stopped (state, activity probes) and stop the idle ones, one task per
+    attachment and BATCH records; returns the number of tasks."""
+    sent = 0
+    for host_id, ids in by_host(instances_to_observe()).items():
+        for start in range(0, len(ids), BATCH):
+            observe_instances.delay(host_id, ids[start:start + BATCH])
+            sent += 1
+    return sent
+
+
+@shared_task(acks_late=True)
+def observe_instances(host_id: int | None, ids: list[int]) -> None:
+    """Observe a batch of one attachment's compute instances (states written only when they changed)."""
+    observe_instance_batch(host_id, ids)
 
 
 @shared_task(acks_late=True)

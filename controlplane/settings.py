@@ -264,6 +264,8 @@ DOCKYARD_PLACEHOLDER_IMAGE = os.environ.get("DOCKYARD_PLACEHOLDER_IMAGE", "regis
 # make one minute of `idle_time_before_shutdown` (60; tests shorten it so a 15-minute threshold passes in seconds).
 DOCKYARD_INSTANCE_IMAGE = os.environ.get("DOCKYARD_INSTANCE_IMAGE", "quay.io/jupyter/scipy-notebook:2025-12-01")
 DOCKYARD_CODE_SERVER_IMAGE = os.environ.get("DOCKYARD_CODE_SERVER_IMAGE", "docker.io/codercom/code-server:4.106.3")
+# The size of a compute instance's home volume when its record does not say (`disk_size_gb`), in GiB.
+DOCKYARD_INSTANCE_DISK_GB = int(os.environ.get("DOCKYARD_INSTANCE_DISK_GB", "32"))
 DOCKYARD_INSTANCE_PROBE_SECONDS = float(os.environ.get("DOCKYARD_INSTANCE_PROBE_SECONDS", "60"))
 DOCKYARD_IDLE_SECONDS_PER_MINUTE = float(os.environ.get("DOCKYARD_IDLE_SECONDS_PER_MINUTE", "60"))
 # Start/stop schedules are checked this often (a schedule fires at most this late).

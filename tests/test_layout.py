@@ -108,7 +108,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "compute/vmsizes/reserve.py",
         "compute/capabilities.py", "compute/pools.py",
         "compute/manifests/__init__.py", "compute/manifests/instancetypes.py", "compute/manifests/nodepools.py",
-        "compute/manifests/clusterapi.py", "compute/spec/autoscalers.py",
+        "compute/manifests/clusterapi.py", "compute/manifests/instances.py", "compute/spec/autoscalers.py",
         "compute/shapes.py", "compute/spec/__init__.py", "compute/spec/fields.py", "compute/spec/forms.py",
         "compute/spec/rules.py", "compute/spec/kinds.py", "compute/spec/instances.py", "compute/spec/attached.py",
         "compute/spec/audit.py", "jobs/spec.py", "jobs/spec_io.py", "jobs/manifests.py", "endpoints/spec/__init__.py", "endpoints/spec/resources.py",

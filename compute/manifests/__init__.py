@@ -1,6 +1,8 @@
 """Records → manifests as plain dicts (pure): instance types' CRD and CRs, and compute clusters' node pools (a
-Karpenter NodePool, or a Cluster API MachineDeployment, and the placeholder that holds `min_instances` nodes)."""
+Karpenter NodePool, or a Cluster API MachineDeployment, and the placeholder that holds `min_instances` nodes), and
+compute instances' Secret, Service and StatefulSet."""
 from .clusterapi import machinedeployment_manifest
+from .instances import INSTANCE_LABEL, Instance, instance_manifests, instance_names
 from .instancetypes import (
     GPU_JSON_PATH,
     INSTANCE_TYPE_API_VERSION,
@@ -22,6 +24,7 @@ from .nodepools import (
 )
 
 __all__ = [
+    "INSTANCE_LABEL", "Instance", "instance_manifests", "instance_names",
     "GPU_JSON_PATH", "INSTANCE_TYPE_API_VERSION", "INSTANCE_TYPE_CRD_NAME", "INSTANCE_TYPE_GROUP", "INSTANCE_TYPE_PLURAL",
     "INSTANCE_TYPE_VERSION", "NODEPOOL_API_VERSION", "PLACEHOLDER_PRIORITY_CLASS", "Pool", "PoolProblem",
     "instance_type_crd", "instance_type_manifest", "machinedeployment_manifest", "nodepool_manifest",

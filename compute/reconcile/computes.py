@@ -1,5 +1,5 @@
-"""Compute records: attachments of Kubernetes clusters are checked, compute clusters get their node pool; other
-types are records only (for now)."""
+"""Compute records: attachments of Kubernetes clusters are checked, compute clusters get their node pool, compute
+instances on a cluster their StatefulSet; other types are records only (for now)."""
 import logging
 import time
 
@@ -10,10 +10,11 @@ from controlplane.kube.connection import Connection
 from controlplane.reconciling import ProvisioningState, problem, record_status
 
 from ..choices import ComputeType
-from ..connections import connection_for
+from ..connections import connection_for, on_cluster
 from ..manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, instance_type_crd
 from ..models import Cluster, ComputeTarget
 from .clusters import delete_compute_cluster, reconcile_compute_cluster
+from .instances import delete_compute_instance, reconcile_compute_instance
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ def reconcile_compute(compute: ComputeTarget) -> None:
     if compute.provisioning_state == ProvisioningState.DELETING:
         if compute.type == ComputeType.AMLCOMPUTE and not delete_compute_cluster(compute):
             raise kube.KubeTransient(f"The node pool of compute cluster '{compute.name}' is being deleted.", retry_after=5)
+        if on_cluster(compute) and not delete_compute_instance(compute):
+            raise kube.KubeTransient(f"The objects of compute instance '{compute.name}' are being deleted.", retry_after=2)
         logger.info("Deleted compute %s", compute.name)
         compute.delete()
         return
@@ -44,6 +47,8 @@ def reconcile_compute(compute: ComputeTarget) -> None:
         check_attachment(compute)
     elif compute.type == ComputeType.AMLCOMPUTE:
         reconcile_compute_cluster(compute)
+    elif on_cluster(compute):
+        reconcile_compute_instance(compute)
     else:
         # Managed and attached types are records until their runners arrive: nothing outside the database yet.
         record_status(compute, ProvisioningState.SUCCEEDED, [])

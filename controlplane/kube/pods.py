@@ -48,8 +48,8 @@ def rank_of(pod: dict) -> int:
     return int(index) if index and index.isascii() and index.isdigit() else 0
 
 
-def unschedulable_reason(message: str, node_selector: dict[str, str]) -> str:
-    """The scheduler's '0/3 nodes are available: ...' as one sentence a person can act on."""
+def unschedulable_parts(message: str, node_selector: dict[str, str]) -> list[str]:
+    """What the scheduler's '0/3 nodes are available: ...' says, as clauses a person can act on (none: unrecognised)."""
     parts = []
     if SELECTOR_MISS.search(message):
         wanted = ", ".join(f"{key}={value}" for key, value in sorted(node_selector.items()))
@@ -58,6 +58,12 @@ def unschedulable_reason(message: str, node_selector: dict[str, str]) -> str:
     taints = [_taint(a or b) for a, b in TAINT.findall(message)]
     if taints:
         parts.append("nodes are tainted (" + ", ".join(dict.fromkeys(taints)) + ") and instance types carry no tolerations")
+    return parts
+
+
+def unschedulable_reason(message: str, node_selector: dict[str, str]) -> str:
+    """The scheduler's '0/3 nodes are available: ...' as one sentence a person can act on."""
+    parts = unschedulable_parts(message, node_selector)
     if not parts:
         return f"Waiting for a node: {message}" if message else "Waiting for the scheduler to place the pod."
     return "Waiting for a node: " + "; ".join(parts) + "."
@@ -69,21 +75,37 @@ def _taint(text: str) -> str:
     return f"{key.strip()}={value.strip()}" if value.strip() else key.strip()
 
 
+def unschedulable_message(pod: dict) -> str | None:
+    """The scheduler's message when it could not place the pod (PodScheduled=False), else None."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return condition.get("message", "")
+    return None
+
+
+def container_problem(pod: dict) -> tuple[str, str] | None:
+    """(status, reason) when a container's image cannot be pulled (Queued) or it cannot start or keeps crashing
+    (Starting), else None."""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in IMAGE_PULL:
+            image = container.get("image", "")
+            detail = waiting.get("message") or waiting["reason"]
+            return "Queued", f"The image {image} cannot be pulled ({waiting['reason']}): {detail}"
+        if waiting.get("reason") in CONTAINER_FAILING:
+            return "Starting", f"The container cannot start ({waiting['reason']}): {waiting.get('message', '')}".rstrip(": ")
+    return None
+
+
 def pending_reason(pods: list[dict], node_selector: dict[str, str]) -> tuple[str, str]:
     """(status, reason) while no pod runs: Queued with the scheduler's or the image pull's words, or Starting."""
     for pod in pods:
-        status = pod.get("status") or {}
-        for condition in status.get("conditions") or []:
-            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-                return "Queued", unschedulable_reason(condition.get("message", ""), node_selector)
-        for container in status.get("containerStatuses") or []:
-            waiting = (container.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in IMAGE_PULL:
-                image = container.get("image", "")
-                detail = waiting.get("message") or waiting["reason"]
-                return "Queued", f"The image {image} cannot be pulled ({waiting['reason']}): {detail}"
-            if waiting.get("reason") in CONTAINER_FAILING:
-                return "Starting", f"The container cannot start ({waiting['reason']}): {waiting.get('message', '')}".rstrip(": ")
+        message = unschedulable_message(pod)
+        if message is not None:
+            return "Queued", unschedulable_reason(message, node_selector)
+        problem = container_problem(pod)
+        if problem:
+            return problem
     if not pods:
         return "Queued", "Waiting for the Job controller to create the pods."
     return "Starting", "The pods are scheduled; their containers are starting."

@@ -8,12 +8,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from assets import delivery
-from compute import vmsizes
 from compute.choices import ComputeType
 from compute.connections import connection_for, host_attachment, namespace_of
 from compute.models import ComputeTarget
 from compute.pools import pool_shape
-from compute.selectors import instance_type_shape
+from compute.selectors import kubernetes_shape
 from controlplane.kube import client as kube
 from controlplane.kube.objects import managed_selector
 from controlplane.kube.pods import observe, rank_of
@@ -60,10 +59,7 @@ def job_shape(compute: ComputeTarget, instance_type: str) -> Shape | None:
         status = compute.status or {}
         shape = pool_shape(compute.properties.get("size") or instance_type, status.get("engine"), status.get("pool"))
         return shape.on(extension) if shape else None
-    shape = instance_type_shape(compute=compute, name=instance_type)
-    if shape is None and vmsizes.vm_size(instance_type):
-        shape = vmsizes.size_shape(instance_type).on(extension)
-    return shape
+    return kubernetes_shape(compute=compute, name=instance_type)
 
 
 def render(job: Job) -> list[dict] | None:

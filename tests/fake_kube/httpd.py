@@ -91,7 +91,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         self._serve()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET  # noqa: N815
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_GET  # noqa: N815
+
+    def do_HEAD(self):  # noqa: N802 - the proxies take HEAD; elsewhere a bodiless 405
+        if service_proxy.handles(self.path):
+            return service_proxy.serve(self)
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def setup(self):
         super().setup()
@@ -109,7 +116,7 @@ class Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         kube = self.server.kube
         if service_proxy.handles(self.path):
-            return service_proxy.serve(self)  # /api/v1/namespaces/{ns}/services/{name}[:{port}]/proxy/...
+            return service_proxy.serve(self)  # /api/v1/namespaces/{ns}/{services|pods}/{id}/proxy/...
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"  # /version/ is /version
         query = dict(parse_qsl(url.query, keep_blank_values=True))

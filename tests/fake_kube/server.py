@@ -54,7 +54,7 @@ class FakeKube(AutoscalerControls):
         if fault_rate:
             self.faults.add(fault_rate, fault_kinds, path=r"^/api")
         self.requests = RequestLog()
-        self.proxy_backends: dict[tuple[str, str], str] = {}  # (namespace, Service) -> URL of a real HTTP server
+        self.proxy_backends: dict[tuple, str] = {}  # (namespace, 'pod'|'service', name, port|None) -> a real server's URL
         self.server_errors: list[str] = []  # tracebacks of bugs in the fake (answered 500)
         self.reactive, self.tick = reactive, tick
         self.watch_timeout, self.bookmark_interval = watch_timeout, bookmark_interval
@@ -199,16 +199,26 @@ class FakeKube(AutoscalerControls):
         """Events recorded in a namespace (about one object, with one reason)."""
         return self.sim.events.find(namespace, name, reason)
 
-    def serve_service(self, namespace: str, name: str, url: str | None) -> None:
+    def serve_service(self, namespace: str, name: str, url: str | None, port: int | None = None) -> None:
         """Let the service proxy reach this Service's pods at `url` (a real HTTP server, e.g. on 127.0.0.1); None detaches.
 
         Requests still need a ready pod behind the Service (else 503 "no endpoints available"); every ready pod
-        answers from the same server.
+        answers from the same server. `port`: only for requests reaching that pod port (None: any). The pod proxy
+        to one of the Service's pods reaches it too. A pod's own server (`serve_pod`) wins.
         """
+        self._attach((namespace, "service", name, port), url)
+
+    def serve_pod(self, namespace: str, pod: str, url: str | None, port: int | None = None) -> None:
+        """Attach a real HTTP server to a pod (by name, so a StatefulSet's recreated pod keeps it) for the pod proxy
+        and the service proxy; `port`: the pod port it listens on (None: any); None detaches. It answers while the
+        pod is Running (and, through a Service, ready)."""
+        self._attach((namespace, "pod", pod, port), url)
+
+    def _attach(self, key: tuple, url: str | None) -> None:
         if url is None:
-            self.proxy_backends.pop((namespace, name), None)
+            self.proxy_backends.pop(key, None)
         else:
-            self.proxy_backends[(namespace, name)] = url.rstrip("/")
+            self.proxy_backends[key] = url.rstrip("/")
 
     def install_gateway_api(self, bundle: str = DEFAULT_BUNDLE) -> dict:
         """Install the HTTPRoute CRD (Gateway API standard channel, v1.3.0 or v1.2.0) and let it become Established."""

@@ -226,6 +226,9 @@ class Kubelet:
     def _waiting(self, pod: dict, reason: str, message: str) -> None:
         new = clone(pod)
         status = new["status"]
+        # The sandbox (and its IP) exists before images are pulled: a pod stuck pulling has an address.
+        status["podIP"] = status.get("podIP") or _pod_ip(pod)
+        status["podIPs"] = [{"ip": status["podIP"]}]
         status["conditions"] = _conditions(status.get("conditions") or [], {
             "PodReadyToStartContainers": "True", "Initialized": "True", "ContainersReady": "False", "Ready": "False"},
             stamp(self.sim.now()), reason="ContainersNotReady")

@@ -171,6 +171,7 @@ def statefulsets(sim) -> None:
         wanted = spec.get("replicas", 1)
         for pod in pods.values():
             ordinal = int(pod["metadata"]["name"].rsplit("-", 1)[1])
+            _claim_owners(sim, sts, pod, ordinal, condemned=ordinal >= wanted)
             if ordinal >= wanted or pod["metadata"]["labels"].get("controller-revision-hash") != revision:
                 sim.delete(sim.rt("pods"), pod)
         for ordinal in range(wanted):
@@ -233,6 +234,32 @@ def _claims(sim, sts: dict, ordinal: int) -> None:
         except ApiError as error:
             sim.events.record(sts, "FailedCreate", f"create Claim {claim_name} failed error: {error.message}",
                               "Warning", "statefulset-controller")
+
+
+def _claim_owners(sim, sts: dict, pod: dict, ordinal: int, condemned: bool) -> None:
+    """updateClaimOwnerRefForSetAndPod: the retention policy as owner references on the pod's claims.
+
+    whenDeleted Delete: the StatefulSet owns the claim (the garbage collector deletes it with the set); whenScaled
+    Delete and the pod condemned by a scale-down: the pod owns it instead (deleted with the pod)."""
+    policy = sts["spec"].get("persistentVolumeClaimRetentionPolicy") or {}
+    owners = [sim.owner_reference(sts)] if policy.get("whenDeleted") == "Delete" else []
+    if condemned and policy.get("whenScaled") == "Delete":
+        owners = [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}]
+    rt = sim.rt("persistentvolumeclaims")
+    managed = {sts["metadata"]["uid"], pod["metadata"]["uid"]}
+    for claim in sts["spec"].get("volumeClaimTemplates") or []:
+        name = f"{claim['metadata']['name']}-{sts['metadata']['name']}-{ordinal}"
+        current = sim.store.get(rt.key, sts["metadata"]["namespace"], name)
+        if current is None or current["metadata"].get("deletionTimestamp"):
+            continue
+        refs = current["metadata"].get("ownerReferences") or []
+        wanted = [r for r in refs if r.get("uid") not in managed] + owners
+        if wanted != refs:
+            new = clone(current)
+            new["metadata"]["ownerReferences"] = wanted
+            if not wanted:
+                del new["metadata"]["ownerReferences"]
+            sim.write(rt, new, current)
 
 
 def next_due(sim) -> datetime | None:

@@ -7,6 +7,7 @@ origin: the proxy adds the server's credentials, and Jupyter skips its own XSRF 
 """
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 from html import escape
@@ -271,12 +272,33 @@ async def _websocket(scope, receive, send, headers: dict[str, str], target: rule
         return await _ws_close(send, reason=opening.message)
     upstream = opening.upstream
     try:
+        if upstream.path_prefix and target.app == "jupyter":
+            upstream = await _with_login_cookie(target, upstream)
         server = await _ws_connect(scope, target, upstream)
     except (TimeoutError, OSError, websockets.exceptions.WebSocketException):
         return await _ws_close(send, reason="the instance did not accept the connection")
     async with server:
         await send({"type": "websocket.accept", "subprotocol": server.subprotocol})
         await _pump(receive, send, server)
+
+
+async def _with_login_cookie(target: rules.Route, upstream: Upstream) -> Upstream:
+    """The API server drops the query string of an upgrade (kubernetes#77142), so `?token=` cannot authenticate a
+    WebSocket through it: Jupyter's own login cookie, which it sets on a token-authenticated request (here one to
+    /api/status, which does not count as activity), goes with the upgrade instead. It never reaches the browser."""
+    status = rules.Route(target.workspace, target.name, target.app, "/api/status")
+    client = _client(upstream)
+    extensions = {"sni_hostname": upstream.server_name} if upstream.ssl is not None and upstream.server_name else {}
+    headers = rules.request_headers([], set(), {}, upstream.headers)
+    query = rules.upstream_query("", upstream.token)
+    response = await client.get(upstream.origin + upstream.path_prefix + rules.upstream_path(status) + f"?{query}",
+                                headers=headers, extensions=extensions)
+    cookies = dict(upstream.cookies)
+    for value in response.headers.get_list("set-cookie"):
+        name, _, rest = value.partition("=")
+        if name.startswith(rules.SERVER_LOGIN_COOKIES["jupyter"]):
+            cookies[name] = rest.split(";", 1)[0]
+    return dataclasses.replace(upstream, cookies=cookies)
 
 
 def _ws_connect(scope, target: rules.Route, upstream: Upstream):

@@ -33,6 +33,7 @@ from compute.instance_proxy import access
 from compute.models import ComputeInstance, ComputeTarget
 from compute.services import compute_create
 from tests.e2e_support import wait_for
+from tests.fake_kube.server import ADMIN_TOKEN
 from workspaces.choices import Role
 from workspaces.models import Membership
 from workspaces.services import workspace_create
@@ -284,13 +285,17 @@ def test_set_cookie_is_scoped_to_the_instance():
     assert set_cookie("code-server-session=x", Route("ws", "ci", "vscode", ""), dropped) is None
 
 
-def test_html_links_stay_under_instances(on_kube, people):
+def test_html_links_stay_under_instances(on_kube, people, fake_kube):
     # jupyter-server alone (no JupyterLab) serves few pages; its not-found page is one, with links to its static files
     page = call("GET", f"{BASE}/nowhere", people["ada"], headers={"Accept": "text/html"})
     assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
     assert f'href="{BASE}/static/' in page.text
     assert "/api/v1/namespaces" not in page.text
     assert_no_token(page)
+    # what the API server sent: its prefix in front of every link (the proxy took it off again)
+    direct = httpx.get(f"{fake_kube.url}/api/v1/namespaces/{NAMESPACE}/services/ci-ci:jupyter/proxy{BASE}/nowhere",
+                       params={"token": TOKEN}, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert f'href="/api/v1/namespaces/{NAMESPACE}/services/ci-ci:jupyter/proxy{BASE}/static/' in direct.text
 
 
 def test_a_redirect_stays_under_instances_without_the_token(on_kube, people):
@@ -418,6 +423,18 @@ def test_a_kernel_runs_a_cell_through_the_proxy(on_local, people, web):
     cookie = session_cookie(people["ada"])["sessionid"]
     url = f"ws://127.0.0.1:{web.port}{BASE}/api/kernels/{kernel}/channels"
     assert execute(url, cookie, f"http://127.0.0.1:{web.port}", "1+1") == "2"
+
+
+def test_a_kernel_runs_a_cell_through_the_clusters_service_proxy(on_kube, people, web, fake_kube):
+    """The API server drops an upgrade's query string (kubernetes#77142): the proxy authenticates the WebSocket with
+    Jupyter's login cookie instead of ?token=."""
+    kernel = start_kernel(people["ada"])
+    cookie = session_cookie(people["ada"])["sessionid"]
+    url = f"ws://127.0.0.1:{web.port}{BASE}/api/kernels/{kernel}/channels?session_id={uuid.uuid4().hex}"
+    assert execute(url, cookie, f"http://127.0.0.1:{web.port}", "1+1") == "2"
+    upgrade = [record for record in fake_kube.requests.find(resource="services", subresource="proxy")
+               if record.status == 101]
+    assert upgrade and upgrade[-1].path.endswith(f"/api/kernels/{kernel}/channels")
 
 
 def test_a_websocket_from_another_origin_is_refused(on_local, people, web):

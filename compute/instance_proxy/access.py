@@ -92,8 +92,10 @@ def local_socket(compute: ComputeTarget) -> str | None:
 
 
 def code_server_cookie(token: str) -> str:
-    """code-server's session cookie for HASHED_PASSWORD = sha256 hex of the instance token: with a hashed password
-    that is not argon2, code-server takes a cookie equal to it (src/node/util.ts isCookieValid, method SHA256)."""
+    """code-server's session cookie when it runs with HASHED_PASSWORD = the sha256 hex of the instance token: with a
+    hashed password that is not argon2, code-server takes a cookie equal to it (coder/code-server src/node/util.ts
+    getPasswordMethod → "SHA256", isCookieValid compares the cookie with the hash). The manifests' Secret carries that
+    hash, not the token, for code-server: its login form then takes the token as the password as well."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -158,6 +160,7 @@ def _upstream(compute: ComputeTarget, target: Route) -> Upstream | None:
     literal = f"[{address}]" if address.version == 6 else str(address)
     default_port = 443 if server.scheme == "https" else 80
     host = server.host if server.port == default_port else f"{server.host}:{server.port}"
-    prefix = service_proxy_prefix(namespace_of(compute), f"ci-{compute.name}", PORTS[target.app])
+    # TODO(i14-kube): compute.manifests.instances.instance_names(compute.name).service once that lands (the same name)
+    prefix = service_proxy_prefix(namespace_of(compute), f"ci-{compute.name.lower()}", PORTS[target.app])
     return Upstream(f"{server.scheme}://{literal}:{server.port}", prefix, {"Host": host, **server.headers},
                     ssl=server.tls, server_name=server.server_name, **_credentials(compute, target.app))

@@ -152,7 +152,7 @@ def on_kube(people, fake_kube, kube_api, jupyter):
             {"name": "jupyter", "port": 8888, "targetPort": "jupyter"},
             {"name": "vscode", "port": 8080, "targetPort": "vscode"}]}})
     fake_kube.advance(5)
-    fake_kube.serve_service(NAMESPACE, "ci-ci", jupyter.url)
+    fake_kube.serve_service(NAMESPACE, "ci-ci", jupyter.url, port=8888)
     return instance(people, host="k8s")
 
 
@@ -328,7 +328,7 @@ def test_bodies_over_the_limit_are_refused_before_they_go_upstream(on_kube, peop
 
 
 def test_an_unreachable_server_is_a_502_in_dockyards_words(on_kube, people, fake_kube):
-    fake_kube.serve_service(NAMESPACE, "ci-ci", None)
+    fake_kube.serve_service(NAMESPACE, "ci-ci", None, port=8888)
     response = call("GET", f"{BASE}/api/status", people["ada"])
     assert response.status_code == 502
     assert response.json()["error"] == {"code": "InstanceUnreachable", "details": [], "message": (
@@ -339,6 +339,32 @@ def test_an_unreachable_server_is_a_502_in_dockyards_words(on_kube, people, fake
 def test_the_servers_own_errors_pass_through(on_kube, people):
     response = call("GET", f"{BASE}/api/contents/missing.txt", people["ada"])
     assert response.status_code == 404 and response.text == "file or directory '/missing.txt' does not exist"
+
+
+def code_server_stand_in(environ, start_response):
+    """Answers as code-server with HASHED_PASSWORD does: only with the session cookie equal to the hash."""
+    from http.cookies import SimpleCookie
+
+    cookies = SimpleCookie(environ.get("HTTP_COOKIE", ""))
+    if "code-server-session" not in cookies or cookies["code-server-session"].value != access.code_server_cookie(TOKEN):
+        start_response("302 Found", [("Location", "./login")])
+        return [b""]
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps({"path": environ["PATH_INFO"], "cookies": sorted(cookies)}).encode()]
+
+
+def test_vscode_is_reached_at_its_root_with_its_session_cookie(on_kube, people, fake_kube):
+    from tests.fake_kube.backends import wsgi_backend
+
+    session = session_cookie(people["ada"])["sessionid"]
+    with wsgi_backend(code_server_stand_in) as url:
+        fake_kube.serve_service(NAMESPACE, "ci-ci", url, port=8080)
+        response = call("GET", "/instances/ws/ci/vscode/static/x.js",
+                        headers={"Cookie": f"sessionid={session}; csrftoken=c; theme=dark"})
+    assert response.status_code == 200, response.text
+    # code-server serves at its root; Dockyard's cookies stayed home, the browser's own went on
+    assert response.json() == {"path": "/static/x.js", "cookies": ["code-server-session", "theme"]}
+    assert access.code_server_cookie(TOKEN) not in response.text
 
 
 # The local mode: the server on a Unix socket

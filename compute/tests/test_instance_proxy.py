@@ -394,8 +394,7 @@ class Web:
         from controlplane.asgi import application
 
         self.port = free_port()
-        config = uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
-                                ws="websockets-sansio")
+        config = uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
@@ -479,6 +478,43 @@ def test_a_websocket_of_another_member_is_refused(on_local, people, web):
     with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
         execute(url, cookie, f"http://127.0.0.1:{web.port}", "1+1")
     assert refused.value.response.status_code == 403
+
+
+def test_a_terminal_runs_a_command_through_the_clusters_service_proxy(on_kube, people, web):
+    terminal = call("POST", f"{BASE}/api/terminals", people["ada"], headers={"Origin": ORIGIN})
+    assert terminal.status_code == 200, terminal.text
+    cookie = session_cookie(people["ada"])["sessionid"]
+    url = f"ws://127.0.0.1:{web.port}{BASE}/terminals/websocket/{terminal.json()['name']}"
+
+    async def run():
+        async with websockets.connect(url, origin=f"http://127.0.0.1:{web.port}",
+                                      additional_headers={"Cookie": f"sessionid={cookie}"}) as ws:
+            await ws.send(json.dumps(["stdin", "echo $((6*7))\r"]))
+            seen = ""
+            deadline = time.monotonic() + 30
+            while "42" not in seen and time.monotonic() < deadline:
+                kind, *data = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                seen += data[0] if kind == "stdout" else ""
+            return seen
+
+    assert "42" in asyncio.run(run())
+
+
+def test_the_web_tier_serves_websockets():
+    """uvicorn (bin/run's gunicorn workers) refuses every upgrade unless a WebSocket library is installed."""
+    from controlplane.asgi import application
+
+    config = uvicorn.Config(application)
+    config.load()
+    assert config.ws_protocol_class is not None
+
+
+def test_an_api_token_is_not_a_browser_session(on_kube, people):
+    from workspaces.services import token_create
+
+    _, raw = token_create(user=people["ada"], name="cli")
+    response = call("GET", f"{BASE}/api/status", headers={"Authorization": f"Bearer {raw}"})
+    assert response.status_code == 401  # the proxy takes the studio's sign-in only
 
 
 def test_other_websockets_are_refused(web):

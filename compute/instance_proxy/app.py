@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import time
 from html import escape
 from http.cookies import SimpleCookie
 from urllib.parse import quote, urlsplit
@@ -32,7 +33,10 @@ logger = logging.getLogger(__name__)
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 CONNECT_SECONDS = 10
 WS_MAX_BYTES = 64 * 2**20  # one kernel message (a plot, a large output) may be big; the browser leg's cap is uvicorn's
+DECISION_SECONDS = 5.0
 _clients: dict[tuple, httpx.AsyncClient] = {}
+_decisions: dict[tuple, tuple[float, Opening]] = {}
+clock = time.monotonic  # the decisions' clock (a test moves it)
 
 
 def dockyard_cookies() -> set[str]:
@@ -111,7 +115,20 @@ async def _refuse(scope, send, headers: dict[str, str], opening: Opening) -> Non
 
 
 async def _decide(scope, headers: dict[str, str], target: rules.Route) -> Opening:
-    return await sync_to_async(open_instance, thread_sensitive=False)(_session_key(headers), target)
+    """The decision for this session and instance server: a granted one is reused for DECISION_SECONDS (JupyterLab
+    loads dozens of files at once and polls every few seconds; each fresh decision is a database round of its own), so
+    a sign-out, a removed membership or a stop takes effect within that time."""
+    session_key = _session_key(headers)
+    key = (session_key, target.workspace, target.name, target.app)
+    cached = _decisions.get(key)
+    if cached is not None and cached[0] > clock():
+        return cached[1]
+    opening = await sync_to_async(open_instance, thread_sensitive=False)(session_key, target)
+    if opening.upstream is not None and session_key:
+        if len(_decisions) > 4096:
+            _decisions.clear()
+        _decisions[key] = (clock() + DECISION_SECONDS, opening)
+    return opening
 
 
 async def application(scope, receive, send) -> None:

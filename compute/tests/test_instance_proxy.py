@@ -40,6 +40,16 @@ from workspaces.services import workspace_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+@pytest.fixture(autouse=True)
+def fresh_decisions(monkeypatch):
+    """Each test decides afresh (a granted decision is otherwise reused for a few seconds)."""
+    from compute.instance_proxy import app
+
+    app._decisions.clear()
+    yield
+    app._decisions.clear()
+
 TOKEN = "tok-" + "x" * 39  # stands for the instance's 43-character secret
 BASE = "/instances/ws/ci/jupyter"
 NAMESPACE = "default"
@@ -232,6 +242,25 @@ def test_a_wrong_or_ended_session_is_anonymous(on_kube, people):
     people["ada"].set_password("a-new-password-1")  # the session's hash no longer matches
     people["ada"].save()
     assert asyncio.run(run(cookie)).status_code == 401
+
+
+def test_a_granted_decision_is_reused_for_a_few_seconds_only(on_kube, people, monkeypatch):
+    from compute.instance_proxy import app
+    from controlplane.asgi import application
+
+    cookies = session_cookie(people["ada"])
+
+    async def status():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url=ORIGIN,
+                                     cookies=cookies) as http:
+            return (await http.get(f"{BASE}/api/status")).status_code
+
+    assert asyncio.run(status()) == 200
+    ComputeInstance.objects.filter(compute=on_kube).update(state=InstanceState.STOPPED)
+    assert asyncio.run(status()) == 200  # within DECISION_SECONDS: the same decision
+    later = time.monotonic() + app.DECISION_SECONDS + 1
+    monkeypatch.setattr(app, "clock", lambda: later)
+    assert asyncio.run(status()) == 409  # decided again: stopped
 
 
 def test_a_stopped_instance_says_its_state(on_kube, people):

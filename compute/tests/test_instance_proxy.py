@@ -24,6 +24,7 @@ import httpx
 import pytest
 import uvicorn
 import websockets
+import yaml
 from django.contrib.auth import get_user_model
 from django.test import Client
 from jupyter_server.services.kernels.connection.base import deserialize_msg_from_ws_v1, serialize_msg_to_ws_v1
@@ -144,26 +145,49 @@ def instance(people, *, host: str, state: str = InstanceState.RUNNING) -> Comput
     return compute
 
 
-@pytest.fixture
-def on_kube(people, fake_kube, kube_api, jupyter):
-    """`ci` on kubernetes compute `k8s` (the fake): its pod ready behind Service ci-ci, served by the real Jupyter."""
-    from kubernetes import client
-
+def serve_instance(people, kube, jupyter, kubeconfig: str) -> ComputeTarget:
+    """`ci` on kubernetes compute `k8s` (`kube`): its pod ready behind Service ci-ci, served by the real Jupyter."""
     compute_create(user=people["ada"], workspace=people["workspace"],
-                   data={"name": "k8s", "type": "kubernetes", "kubeconfig": fake_kube.kubeconfig_yaml()})
+                   data={"name": "k8s", "type": "kubernetes", "kubeconfig": kubeconfig})
     labels = {"dockyard.io/compute-instance": "ci"}
-    client.CoreV1Api(kube_api).create_namespaced_pod(NAMESPACE, {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ci-ci-0", "labels": labels},
+    kube.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ci-ci-0", "namespace": NAMESPACE, "labels": labels},
         "spec": {"containers": [{"name": "jupyter", "image": "jupyter:1", "ports": [
             {"name": "jupyter", "containerPort": 8888}, {"name": "vscode", "containerPort": 8080}]}]}})
-    client.CoreV1Api(kube_api).create_namespaced_service(NAMESPACE, {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "ci-ci"},
+    kube.create({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "ci-ci", "namespace": NAMESPACE},
         "spec": {"clusterIP": "None", "selector": labels, "ports": [
             {"name": "jupyter", "port": 8888, "targetPort": "jupyter"},
             {"name": "vscode", "port": 8080, "targetPort": "vscode"}]}})
-    fake_kube.advance(5)
-    fake_kube.serve_service(NAMESPACE, "ci-ci", jupyter.url, port=8888)
+    kube.advance(5)
+    kube.serve_service(NAMESPACE, "ci-ci", jupyter.url, port=8888)
     return instance(people, host="k8s")
+
+
+@pytest.fixture
+def on_kube(people, fake_kube, jupyter):
+    return serve_instance(people, fake_kube, jupyter, fake_kube.kubeconfig_yaml())
+
+
+def tls_instance(people, make_fake_kube, jupyter, trusted: bool = True) -> ComputeTarget:
+    """The same on an API server that speaks https with its own authority, named `localhost` in the kubeconfig (whose
+    authority is another one unless `trusted`)."""
+    import base64
+
+    from tests.fake_kube.tls import self_signed, server_context
+
+    cert, key = self_signed("localhost")
+    kube = make_fake_kube(tls=server_context(cert, key))
+    config = kube.kubeconfig()
+    authority = cert if trusted else self_signed("localhost")[0]
+    config["clusters"][0]["cluster"] = {"server": f"https://localhost:{kube.port}",
+                                        "certificate-authority-data": base64.b64encode(authority).decode()}
+    return serve_instance(people, kube, jupyter, yaml.safe_dump(config))
+
+
+@pytest.fixture
+def on_tls_kube(people, make_fake_kube, jupyter):
+    return tls_instance(people, make_fake_kube, jupyter)
 
 
 @pytest.fixture
@@ -489,6 +513,21 @@ def test_a_kernel_runs_a_cell_through_the_clusters_service_proxy(on_kube, people
     upgrade = [record for record in fake_kube.requests.find(resource="services", subresource="proxy")
                if record.status == 101]
     assert upgrade and upgrade[-1].path.endswith(f"/api/kernels/{kernel}/channels")
+
+
+def test_https_api_servers_are_verified_by_name_for_http_and_websockets(on_tls_kube, people, web):
+    """The proxy connects to the address it checked and verifies the certificate against the kubeconfig's name."""
+    assert call("GET", f"{BASE}/api/status", people["ada"]).status_code == 200
+    kernel = start_kernel(people["ada"])
+    cookie = session_cookie(people["ada"])["sessionid"]
+    url = f"ws://127.0.0.1:{web.port}{BASE}/api/kernels/{kernel}/channels"
+    assert execute(url, cookie, f"http://127.0.0.1:{web.port}", "6*7") == "42"
+
+
+def test_an_api_server_whose_certificate_does_not_verify_is_not_talked_to(people, make_fake_kube, jupyter):
+    tls_instance(people, make_fake_kube, jupyter, trusted=False)
+    response = call("GET", f"{BASE}/api/status", people["ada"])
+    assert response.status_code == 502 and response.json()["error"]["code"] == "InstanceUnreachable"
 
 
 def test_a_websocket_from_another_origin_is_refused(on_local, people, web):

@@ -302,6 +302,10 @@ DOCKYARD_ALLOW_LINK_LOCAL = env_bool("DOCKYARD_ALLOW_LINK_LOCAL", False)
 # `kubectl proxy`, the tests' fake API server. Refused in production unless allowed.
 DOCKYARD_ALLOW_LOOPBACK = env_bool("DOCKYARD_ALLOW_LOOPBACK", not PRODUCTION)
 
+# Path prefixes served by ASGI apps of their own in front of Django (controlplane/asgi.py): the browser proxy to
+# compute instances' JupyterLab and VS Code (HTTP streamed, WebSockets relayed), /instances/<ws>/<name>/<app>/.
+DOCKYARD_ASGI_MOUNTS = {"/instances/": "compute.instance_proxy.app.application"}
+
 # Limits
 # Parsers have limits (DESIGN.md §6): API bodies, scoring bodies, nesting, any one string, a stored spec.
 DOCKYARD_MAX_BODY_BYTES = int(os.environ.get("DOCKYARD_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
@@ -376,7 +380,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # httpx logs each request's URL at INFO: the browser proxy's upstream URLs carry a compute instance's token
+    # (?token=, the only way through the API server), which must not reach a log.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
 
 # Local jobs: one folder per job (log, pid, exit code, working directory) on the worker's host.

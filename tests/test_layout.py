@@ -73,6 +73,9 @@ BREAKS = [
     ("controlplane/kube/names.py", "from workspaces import models", "framework"),
     ("compute/selectors.py", "import kubernetes", "kubernetes-package"),
     ("cli/output.py", "from controlplane import api", "cli"),
+    ("compute/services.py", "from compute.instance_proxy import access", "instance-proxy"),
+    ("compute/services.py", "import websockets", "websockets-package"),
+    ("compute/instance_proxy/rules.py", "import httpx", "pure"),
 ]
 
 
@@ -118,7 +121,7 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "assets/specs/pods.py", "assets/specs/conda.py", "assets/specs/realise.py",
         "endpoints/model_spec.py",
         "assets/curated.py", "ignorerules/__init__.py",
-        "jobs/clusters.py", "jobs/serverless.py", "compute/schedules.py"]
+        "jobs/clusters.py", "jobs/serverless.py", "compute/schedules.py", "compute/instance_proxy/rules.py"]
 # Libraries some pure modules compute with: time arithmetic only, no I/O (cron and RFC 5545 recurrence rules).
 PURE_LIBRARIES = {"compute/schedules.py": {"croniter", "dateutil"}}
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}

@@ -173,7 +173,7 @@ def resync() -> int:
 @shared_task(acks_late=True)
 def observe_compute_instances() -> int:
     """Observe running compute instances (state, activity probes) and stop the idle ones; returns how many."""
-    return 0  # issue 14 builds it (compute/reconcile/instances.py)
+    return reconcile.observe_local_instances()  # local ones (JupyterLab in the sandbox); issue 14 adds the cluster's
 
 
 @shared_task(acks_late=True)

@@ -59,6 +59,9 @@ def _command(compute) -> str:
     args = [str(venv / "bin" / "jupyter-lab"), "--no-browser", f"--ServerApp.sock={SERVER_INSIDE / SOCKET}",
             "--ServerApp.sock_mode=0600", f"--ServerApp.base_url={base_url(compute)}",
             f"--ServerApp.root_dir={HOME_INSIDE}",
+            # Browsers reach it through Dockyard's proxy under Dockyard's own host name; only the worker and the proxy
+            # reach the socket at all, and every request still needs the token.
+            "--ServerApp.allow_remote_access=True",
             # no network by default: no update or news checks that would only fail
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None"]
     return "exec " + shlex.join(args)

@@ -121,8 +121,8 @@ def run_in_kernel(compute: ComputeTarget, code: str) -> str:
                         "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
                         "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
                                     "allow_stdin": False, "stop_on_error": True}}))
-    printed = []
-    while True:
+    printed, replied, idle = [], False, False
+    while not (replied and idle):  # the reply (shell) and the output (iopub) come on two channels, in any order
         message = json.loads(ws.recv())
         if message.get("parent_header", {}).get("msg_id") != msg_id:
             continue
@@ -131,8 +131,8 @@ def run_in_kernel(compute: ComputeTarget, code: str) -> str:
             printed.append(content["text"])
         elif kind == "error":
             printed.append(f"{content['ename']}: {content['evalue']}")
-        elif kind == "execute_reply":
-            break
+        replied = replied or kind == "execute_reply"
+        idle = idle or (kind == "status" and content["execution_state"] == "idle")
     ws.close()
     jupyter(compute, "DELETE", f"api/kernels/{kernel['id']}")
     return "".join(printed)
@@ -163,6 +163,8 @@ def test_create_stop_start_restart_delete_keeps_the_home_until_delete(local_work
     assert socket_path.is_socket() and socket_path.stat().st_mode & 0o777 == 0o600  # no TCP port; the owner's only
     assert status(compute, {"Authorization": f"token {token}"}) == 200
     assert status(compute, {}) == 403 and status(compute, {"Authorization": "token wrong"}) == 403
+    # as Dockyard's proxy forwards a browser's request: under Dockyard's host name
+    assert status(compute, {"Authorization": f"token {token}", "Host": "dockyard.example.com"}) == 200
 
     code, _ = jupyter(compute, "PUT", "api/contents/notes.txt", {"type": "file", "format": "text", "content": "kept"})
     assert code == 201

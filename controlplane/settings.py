@@ -280,6 +280,8 @@ CELERY_BEAT_SCHEDULE = {
     "resync-endpoints": {"task": "endpoints.tasks.resync_endpoints", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "observe-instances": {"task": "compute.tasks.observe_compute_instances",
                           "schedule": timedelta(seconds=DOCKYARD_INSTANCE_PROBE_SECONDS)},
+    "observe-local-instances": {"task": "compute.tasks.observe_local_compute_instances",
+                                "schedule": timedelta(seconds=DOCKYARD_INSTANCE_PROBE_SECONDS)},
     "instance-schedules": {"task": "compute.tasks.fire_instance_schedules",
                            "schedule": timedelta(seconds=DOCKYARD_SCHEDULE_SECONDS)},
     "collect-artifacts": {"task": "assets.tasks.collect_artifacts", "schedule": timedelta(seconds=DOCKYARD_ARTIFACT_COLLECT_SECONDS)},

@@ -2,6 +2,5 @@
 from .clusters import reconcile_compute_clusters
 from .computes import reconcile_compute
 from .instancetypes import Interrupted, reconcile_instance_type, reconcile_instance_types, sync_cluster
-from .local_instances import observe_local_instances
 
-__all__ = ["Interrupted", "observe_local_instances", "reconcile_compute", "reconcile_compute_clusters", "reconcile_instance_type", "reconcile_instance_types", "sync_cluster"]
+__all__ = ["Interrupted", "reconcile_compute", "reconcile_compute_clusters", "reconcile_instance_type", "reconcile_instance_types", "sync_cluster"]

@@ -265,7 +265,7 @@ def test_losing_local_compute_stops_a_running_instance(local_worker, workspace, 
     server = notebooks.running(compute)
     workspace.local_compute_enabled = False
     workspace.save(update_fields=["local_compute_enabled"])
-    tasks.observe_compute_instances()
+    tasks.observe_local_compute_instances()
     instance = state_of(compute)
     assert instance.state == InstanceState.FAILED and "can enable it" in instance.state_reason
     assert not runner.group_alive(server.pid)
@@ -277,7 +277,7 @@ def test_a_server_that_exits_fails_with_the_reason_and_starts_again(local_worker
     server = notebooks.running(compute)
     runner.os.killpg(server.pid, signal.SIGKILL)
     wait_for(lambda: notebooks.running(compute) is None, 10, 0.1, "the server gone")
-    tasks.observe_compute_instances()
+    tasks.observe_local_compute_instances()
     instance = state_of(compute)
     assert instance.state == InstanceState.FAILED
     assert instance.state_reason.startswith("The Jupyter server exited with code 137.") or \
@@ -309,12 +309,12 @@ def test_idle_shutdown_stops_it_with_the_reason(local_worker, workspace, owner, 
     compute = create(workspace, owner, idle_time_before_shutdown_minutes=15, idle_time_before_shutdown="PT15M")
     reached(compute, InstanceState.RUNNING)
     server = notebooks.running(compute)
-    tasks.observe_compute_instances()
+    tasks.observe_local_compute_instances()
     instance = state_of(compute)
     assert instance.state == InstanceState.RUNNING and instance.probed_at is not None  # not idle yet
 
     def stopped():
-        tasks.observe_compute_instances()
+        tasks.observe_local_compute_instances()
         return state_of(compute).state == InstanceState.STOPPED
 
     wait_for(stopped, 60, 0.5, "the idle instance stopped")

@@ -198,8 +198,9 @@ def observe_local_instance(compute: ComputeTarget) -> None:
             _failed(compute, instance, notebooks.ended(compute, _token(compute)) or "The Jupyter server ended.")
         return  # (a start in progress is the reconcile's, which a resync brings back after a worker's crash)
     if instance.state != InstanceState.RUNNING:
-        if answers(compute):
+        if answers(compute):  # a start whose reconcile gave up waiting (or died): it is running now
             set_state(instance, InstanceState.RUNNING, "", stop_cause=StopCause.NONE)
+            record_status(compute, ProvisioningState.SUCCEEDED, [])
         return
     _probe(compute, instance)
 

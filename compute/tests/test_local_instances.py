@@ -87,6 +87,16 @@ def reached(compute: ComputeTarget, state: str, timeout: float = START) -> Compu
     return wait_for(look, timeout, 0.2, f"{compute.name} {state}")
 
 
+def command_lines() -> dict[str, str]:
+    lines = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            lines[entry.name] = (entry / "cmdline").read_bytes().decode(errors="replace") if entry.name.isdigit() else ""
+        except OSError:
+            continue
+    return lines
+
+
 def status(compute: ComputeTarget, headers: dict) -> int:
     path = notebooks.local_instance_socket(compute)
     return unix_http.request(path, "GET", f"{notebooks.base_url(compute)}api/status", None, headers, 10)[0]
@@ -165,6 +175,8 @@ def test_create_stop_start_restart_delete_keeps_the_home_until_delete(local_work
     assert status(compute, {}) == 403 and status(compute, {"Authorization": "token wrong"}) == 403
     # as Dockyard's proxy forwards a browser's request: under Dockyard's host name
     assert status(compute, {"Authorization": f"token {token}", "Host": "dockyard.example.com"}) == 200
+
+    assert not [line for line in command_lines().values() if token in line]  # every user of the host reads those
 
     code, _ = jupyter(compute, "PUT", "api/contents/notes.txt", {"type": "file", "format": "text", "content": "kept"})
     assert code == 201

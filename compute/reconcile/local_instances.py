@@ -126,6 +126,8 @@ def _run(compute: ComputeTarget, instance: ComputeInstance) -> None:
         except OSError as exc:
             _failed(compute, instance, f"The Jupyter server could not be started: {exc}")
             return
+        # Committed now, so the owner sees Creating/Starting; the next look adopts the server and waits for it.
+        raise StillStarting(f"The Jupyter server of compute instance '{compute.name}' is starting.", retry_after=LOOK_AGAIN)
     _await_answer(compute, instance)
 
 

@@ -191,6 +191,7 @@ def test_create_stop_start_restart_delete_keeps_the_home_until_delete(local_work
     assert (home / "notes.txt").read_text() == "kept"
 
     act(compute, "start")
+    wait_for(lambda: state_of(compute).state == InstanceState.STARTING, START, 0.1, "Starting shown")
     reached(compute, InstanceState.RUNNING)
     code, file = jupyter(compute, "GET", "api/contents/notes.txt")
     assert code == 200 and file["content"] == "kept"

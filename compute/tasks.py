@@ -148,6 +148,13 @@ def observe_pools(host_id: int | None, ids: list[int]) -> None:
 
 
 @shared_task(acks_late=True)
+def observe_local_compute_instances() -> int:
+    """Every DOCKYARD_INSTANCE_PROBE_SECONDS: look at each local compute instance that should run (its server alive,
+    its activity) and stop the idle ones; returns how many were looked at."""
+    return reconcile.local_instances.observe_local_instances()  # (loaded by reconcile.computes, which dispatches)
+
+
+@shared_task(acks_late=True)
 def resync() -> int:
     """Re-enqueue what is behind, deleting or due a check, and resync every attached cluster; returns the count."""
     due = timezone.now() - timedelta(seconds=settings.DOCKYARD_CLUSTER_CHECK_SECONDS)

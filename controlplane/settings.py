@@ -270,6 +270,10 @@ DOCKYARD_INSTANCE_PROBE_SECONDS = float(os.environ.get("DOCKYARD_INSTANCE_PROBE_
 DOCKYARD_IDLE_SECONDS_PER_MINUTE = float(os.environ.get("DOCKYARD_IDLE_SECONDS_PER_MINUTE", "60"))
 # Start/stop schedules are checked this often (a schedule fires at most this late).
 DOCKYARD_SCHEDULE_SECONDS = float(os.environ.get("DOCKYARD_SCHEDULE_SECONDS", "30"))
+# Local compute instances (`kubernetes_compute: local`): JupyterLab in the sandbox from this virtualenv (made by
+# bin/setup from requirements-notebook.txt), one folder per instance (its home, kept across stops) under this folder.
+DOCKYARD_NOTEBOOK_VENV = Path(os.environ.get("DOCKYARD_NOTEBOOK_VENV", BASE_DIR / ".venv-notebook"))
+DOCKYARD_INSTANCE_DIR = Path(os.environ.get("DOCKYARD_INSTANCE_DIR", VAR_DIR / "instances"))
 CELERY_BEAT_SCHEDULE = {
     "resync": {"task": "compute.tasks.resync", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "observe-pools": {"task": "compute.tasks.observe_compute_clusters",
@@ -278,6 +282,8 @@ CELERY_BEAT_SCHEDULE = {
     "resync-endpoints": {"task": "endpoints.tasks.resync_endpoints", "schedule": timedelta(seconds=DOCKYARD_RESYNC_SECONDS)},
     "observe-instances": {"task": "compute.tasks.observe_compute_instances",
                           "schedule": timedelta(seconds=DOCKYARD_INSTANCE_PROBE_SECONDS)},
+    "observe-local-instances": {"task": "compute.tasks.observe_local_compute_instances",
+                                "schedule": timedelta(seconds=DOCKYARD_INSTANCE_PROBE_SECONDS)},
     "instance-schedules": {"task": "compute.tasks.fire_instance_schedules",
                            "schedule": timedelta(seconds=DOCKYARD_SCHEDULE_SECONDS)},
     "collect-artifacts": {"task": "assets.tasks.collect_artifacts", "schedule": timedelta(seconds=DOCKYARD_ARTIFACT_COLLECT_SECONDS)},

@@ -13,6 +13,7 @@ from ..choices import ComputeType
 from ..connections import connection_for, on_cluster
 from ..manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, instance_type_crd
 from ..models import Cluster, ComputeTarget
+from . import local_instances
 from .clusters import delete_compute_cluster, reconcile_compute_cluster
 from .instances import delete_compute_instance, reconcile_compute_instance
 
@@ -35,6 +36,8 @@ CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
 
 def reconcile_compute(compute: ComputeTarget) -> None:
     """Reconcile one compute record (the caller holds its row lock)."""
+    if local_instances.is_local_instance(compute):
+        return local_instances.reconcile_local_instance(compute)  # JupyterLab in the sandbox here (deleting too)
     if compute.provisioning_state == ProvisioningState.DELETING:
         if compute.type == ComputeType.AMLCOMPUTE and not delete_compute_cluster(compute):
             raise kube.KubeTransient(f"The node pool of compute cluster '{compute.name}' is being deleted.", retry_after=5)

@@ -202,7 +202,7 @@ def _under_system(path: Path) -> bool:
 def protected() -> list[Path]:
     """Dockyard's tree, its var/ and the folders tenants' processes write: never shown to a sandbox."""
     paths = [settings.BASE_DIR, settings.VAR_DIR, settings.DOCKYARD_JOB_DIR, settings.DOCKYARD_DEPLOYMENT_DIR,
-             settings.DOCKYARD_ENVIRONMENT_DIR]
+             settings.DOCKYARD_ENVIRONMENT_DIR, settings.DOCKYARD_INSTANCE_DIR]
     return [Path(os.path.realpath(path)) for path in paths]
 
 

@@ -4,7 +4,6 @@ in a thread with sync_to_async).
 The studio's login is the credential: the Django session cookie, read through the session engine and
 `django.contrib.auth.get_user` (which also ends a session whose password changed), without Django's request cycle.
 """
-import hashlib
 from dataclasses import dataclass, field
 from importlib import import_module
 from types import SimpleNamespace
@@ -13,9 +12,12 @@ from django.conf import settings
 from django.contrib.auth import get_user
 from django.db import connections
 
+from compute import instances
 from compute.choices import ComputeType, InstanceState
 from compute.connections import connection_for, namespace_of
+from compute.manifests.instances import code_server_hash, instance_names
 from compute.models import ComputeTarget
+from compute.runners.notebooks import local_instance_socket
 from controlplane import addresses
 from controlplane.kube import transport
 from workspaces.access import role_of
@@ -67,36 +69,19 @@ def session_user(session_key: str | None):
 
 
 def may_open(user, compute: ComputeTarget) -> bool:
-    """Members only, and of them the instance's assigned user or staff (Azure ML's single owner).
-
-    TODO(i14-api): the api helper's `instance_open_allowed(user, compute)` says the same; call it once it lands.
-    """
-    if role_of(user, compute.workspace) is None:
-        return False
-    instance = getattr(compute, "instance", None)
-    return user.is_staff or (instance is not None and instance.assigned_user_id == user.pk)
+    """Members only, and of them the instance's assigned user or staff (Azure ML's single owner): the services' rule."""
+    return instances.open_allowed(user, compute)
 
 
 def local_socket(compute: ComputeTarget) -> str | None:
-    """A local instance's server socket, or None while none runs.
-
-    TODO(i14-local): compute.runners.notebooks.local_instance_socket is the local runner's answer; imported when it
-    is there, so this works before and after that branch lands.
-    """
-    try:
-        from compute.runners.notebooks import local_instance_socket
-    except ImportError:
-        return None
+    """A local instance's server socket, or None while none runs."""
     path = local_instance_socket(compute)
     return str(path) if path else None
 
 
 def code_server_cookie(token: str) -> str:
-    """code-server's session cookie when it runs with HASHED_PASSWORD = the sha256 hex of the instance token: with a
-    hashed password that is not argon2, code-server takes a cookie equal to it (coder/code-server src/node/util.ts
-    getPasswordMethod → "SHA256", isCookieValid compares the cookie with the hash). The manifests' Secret carries that
-    hash, not the token, for code-server: its login form then takes the token as the password as well."""
-    return hashlib.sha256(token.encode()).hexdigest()
+    """code-server's session cookie: equal to the HASHED_PASSWORD the instance's Secret gives it."""
+    return code_server_hash(token)
 
 
 def open_instance(session_key: str | None, target: Route) -> Opening:
@@ -160,7 +145,6 @@ def _upstream(compute: ComputeTarget, target: Route) -> Upstream | None:
     literal = f"[{address}]" if address.version == 6 else str(address)
     default_port = 443 if server.scheme == "https" else 80
     host = server.host if server.port == default_port else f"{server.host}:{server.port}"
-    # TODO(i14-kube): compute.manifests.instances.instance_names(compute.name).service once that lands (the same name)
-    prefix = service_proxy_prefix(namespace_of(compute), f"ci-{compute.name.lower()}", PORTS[target.app])
+    prefix = service_proxy_prefix(namespace_of(compute), instance_names(compute.name).service, PORTS[target.app])
     return Upstream(f"{server.scheme}://{literal}:{server.port}", prefix, {"Host": host, **server.headers},
                     ssl=server.tls, server_name=server.server_name, **_credentials(compute, target.app))

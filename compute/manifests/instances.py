@@ -6,6 +6,7 @@ stop (`whenScaled: Retain`) and goes with the instance (`whenDeleted: Delete`); 
 never appears in a pod spec or on a command line.
 """
 import base64
+import hashlib
 from dataclasses import dataclass
 
 from controlplane.kube.objects import labels
@@ -88,11 +89,18 @@ def _encoded(value: str) -> str:
     return base64.b64encode(value.encode()).decode()
 
 
+def code_server_hash(token: str) -> str:
+    """code-server's HASHED_PASSWORD: the sha256 hex of the token. A hash that is not argon2 makes code-server take a
+    session cookie equal to it (coder/code-server src/node/util.ts getPasswordMethod "SHA256", isCookieValid), which
+    is what Dockyard's proxy sends; its login form still takes the token itself as the password."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def secret_manifest(instance: Instance) -> dict:
-    """The token, for Jupyter (JUPYTER_TOKEN, which jupyter-server reads itself) and code-server (PASSWORD)."""
+    """The token, for Jupyter (JUPYTER_TOKEN, which jupyter-server reads itself), and its hash for code-server."""
     return {
         "apiVersion": "v1", "kind": "Secret", "metadata": _metadata(instance, instance.names.secret), "type": "Opaque",
-        "data": {"JUPYTER_TOKEN": _encoded(instance.token), "PASSWORD": _encoded(instance.token)},
+        "data": {"JUPYTER_TOKEN": _encoded(instance.token), "HASHED_PASSWORD": _encoded(code_server_hash(instance.token))},
     }
 
 
@@ -184,7 +192,7 @@ def vscode_container(instance: Instance, resources: dict) -> dict:
         "command": ["/usr/bin/code-server"],
         "args": [f"--bind-addr=0.0.0.0:{VSCODE_PORT}", "--auth=password", "--disable-telemetry",
                  "--disable-update-check", HOME],
-        "env": [_token_env(instance, "PASSWORD"), {"name": "HOME", "value": HOME}],
+        "env": [_token_env(instance, "HASHED_PASSWORD"), {"name": "HOME", "value": HOME}],
         "ports": [{"name": "vscode", "containerPort": VSCODE_PORT, "protocol": "TCP"}],
         "resources": resources,
         "volumeMounts": [{"name": HOME_CLAIM, "mountPath": HOME}],

@@ -1,6 +1,7 @@
 """A compute instance's manifests (pure): names, every field where it lands, the shape split between JupyterLab and
 code-server, and valid built-in objects (kubernetes-validate's schemas)."""
 import base64
+import hashlib
 from dataclasses import replace
 
 import kubernetes_validate
@@ -63,7 +64,7 @@ FIELDS = [
      {MANAGED_BY: "dockyard", "dockyard.dev/kind": "compute-instance", "dockyard.dev/workspace": "team-a",
       "dockyard.dev/compute": "notebook", INSTANCE_LABEL: "notebook"}),
     ({}, lambda o: base64.b64decode(o["Secret"]["data"]["JUPYTER_TOKEN"]).decode(), TOKEN),
-    ({}, lambda o: base64.b64decode(o["Secret"]["data"]["PASSWORD"]).decode(), TOKEN),
+    ({}, lambda o: base64.b64decode(o["Secret"]["data"]["HASHED_PASSWORD"]).decode(), hashlib.sha256(TOKEN.encode()).hexdigest()),
     ({}, lambda o: o["Service"]["spec"]["clusterIP"], "None"),
     ({}, lambda o: [(p["name"], p["port"], p["targetPort"]) for p in o["Service"]["spec"]["ports"]],
      [("jupyter", 8888, "jupyter"), ("vscode", 8080, "vscode")]),
@@ -119,7 +120,7 @@ def test_code_server_uses_password_auth_and_no_idle_timeout_of_its_own():
     assert vscode["image"] == INSTANCE.code_server_image
     assert "--bind-addr=0.0.0.0:8080" in vscode["args"] and "--auth=password" in vscode["args"]
     assert not any("idle-timeout" in arg for arg in vscode["args"])
-    assert read_env(vscode, "PASSWORD")["valueFrom"]["secretKeyRef"] == {"name": "ci-notebook-token", "key": "PASSWORD"}
+    assert read_env(vscode, "HASHED_PASSWORD")["valueFrom"]["secretKeyRef"] == {"name": "ci-notebook-token", "key": "HASHED_PASSWORD"}
     assert read_env(vscode, "HOME")["value"] == "/home/jovyan"  # its settings and extensions survive a stop
 
 

@@ -19,12 +19,13 @@ from controlplane.kube.objects import managed_selector
 from controlplane.kube.pods import container_problem, unschedulable_message, unschedulable_parts
 from controlplane.reconciling import ProvisioningState, problem, set_status
 
-from .. import shapes
+from .. import idle, shapes
 from ..choices import DesiredState, InstanceState, StopCause
 from ..connections import HOST_KEY, PROVEN_STATES, connection_for, host_attachment
 from ..manifests.instances import INSTANCE_LABEL, KIND, Instance, instance_manifests, instance_names
 from ..models import ComputeInstance, ComputeTarget
 from ..selectors import instance_type_shapes, kubernetes_shape
+from .probes import probe_kubernetes
 
 logger = logging.getLogger(__name__)
 WORKSPACE_LABEL = "dockyard.dev/workspace"
@@ -299,16 +300,12 @@ def threshold_of(compute: ComputeTarget) -> timedelta | None:
 
 def _probe(conn: Connection, namespace: str, compute: ComputeTarget) -> list:
     """The idle helper's probes through the API server's service proxy (compute/reconcile/probes.py)."""
-    from .probes import probe_kubernetes  # noqa: PLC0415 (TODO at merge with the idle work: import at the top)
-
     return probe_kubernetes(conn, namespace, compute.name, compute.workspace.name, compute.secrets.get("token", ""))
 
 
 def _verdict(probes: list, threshold: timedelta, now: datetime, running_since: datetime):
     """The idle helper's decision from the probes (compute/idle.py)."""
-    from ..idle import verdict  # noqa: PLC0415 (TODO at merge with the idle work: import at the top)
-
-    return verdict(probes, threshold, now, running_since)
+    return idle.verdict(probes, threshold, now, running_since)
 
 
 def _idle_check(shared: Attachment, compute: ComputeTarget, instance: ComputeInstance, wanted: Instance) -> list[str]:

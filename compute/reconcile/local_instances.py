@@ -19,10 +19,12 @@ from controlplane.kube.errors import KubeTransient
 from controlplane.reconciling import ProvisioningState, problem, record_status
 from workspaces.access import local_compute_refusal
 
+from .. import idle
 from ..choices import ComputeType, DesiredState, InstanceState, StopCause
 from ..models import ComputeInstance, ComputeTarget
 from ..runners import local as runner
 from ..runners import notebooks, unix_http
+from .probes import probe_local
 
 logger = logging.getLogger(__name__)
 
@@ -214,9 +216,6 @@ def _threshold(compute: ComputeTarget) -> timedelta | None:
 
 def _probe(compute: ComputeTarget, instance: ComputeInstance) -> None:
     """Read the server's activity, record it, and stop the instance when the verdict says idle."""
-    from .. import idle  # the idle rules (pure) and the probes' I/O
-    from .probes import probe_local
-
     now = timezone.now()
     socket_path = notebooks.local_instance_socket(compute)
     probes = probe_local(socket_path, notebooks.base_url(compute), _token(compute)) if socket_path else [

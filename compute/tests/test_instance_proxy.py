@@ -9,10 +9,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -39,6 +35,8 @@ from workspaces.choices import Role
 from workspaces.models import Membership
 from workspaces.services import workspace_create
 
+from .servers import BASE, KERNEL_PROTOCOL, NAMESPACE, ORIGIN, TOKEN, Jupyter, free_port
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -50,64 +48,6 @@ def fresh_decisions(monkeypatch):
     app._decisions.clear()
     yield
     app._decisions.clear()
-
-TOKEN = "tok-" + "x" * 39  # stands for the instance's 43-character secret
-BASE = "/instances/ws/ci/jupyter"
-NAMESPACE = "default"
-ORIGIN = "http://testserver"
-KERNEL_PROTOCOL = "v1.kernel.websocket.jupyter.org"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Jupyter:
-    """A real jupyter-server (kernels from ipykernel, terminals) under Dockyard's base URL, on a port or a socket."""
-
-    def __init__(self, folder: Path, sock: str | None = None):
-        self.port = None if sock else free_port()
-        self.sock = sock
-        self.root = folder / "home"
-        self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "hello.txt").write_text("hello from the instance\n")
-        where = [f"--ServerApp.sock={sock}", "--ServerApp.sock_mode=0600"] if sock else [
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0"]
-        env = {**os.environ, "JUPYTER_TOKEN": TOKEN, "JUPYTER_RUNTIME_DIR": str(folder / "runtime"),
-               "JUPYTER_DATA_DIR": str(folder / "data"), "JUPYTER_CONFIG_DIR": str(folder / "config"),
-               "HOME": str(self.root)}
-        command = [sys.executable, "-m", "jupyter_server", "--no-browser", *where, f"--ServerApp.base_url={BASE}/",
-                   f"--ServerApp.root_dir={self.root}", *(["--allow-root"] if os.geteuid() == 0 else [])]
-        self.log = open(folder / "jupyter.log", "wb")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-        wait_for(self.answers, 60, 0.2, "jupyter-server's start")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def answers(self) -> bool:
-        assert self.process.poll() is None, Path(self.log.name).read_text()[-2000:]
-        transport = httpx.HTTPTransport(uds=self.sock) if self.sock else None
-        try:
-            with httpx.Client(transport=transport, timeout=2) as client:
-                origin = "http://localhost" if self.sock else self.url
-                return client.get(f"{origin}{BASE}/api/status", params={"token": TOKEN}).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-        self.log.close()
-
 
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory):

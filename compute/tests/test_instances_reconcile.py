@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from unittest.mock import patch
 
+import httpx
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -19,7 +20,10 @@ from compute.reconcile import instances as reconciler
 from compute.services import compute_delete
 from controlplane.kube import client as kube
 from controlplane.reconciling import ProvisioningState
+from tests.e2e_support import wait_for
 from tests.support import assert_error
+
+from .servers import Jupyter, code_server_health
 
 BASE = "/api/v1/workspaces/team-a/computes"
 TOKEN = "x" * 43
@@ -330,3 +334,37 @@ def test_a_steady_observe_pass_costs_the_same_queries_for_2_and_6_instances_and_
     fake_kube.requests.clear()
     observe(*computes)
     assert len([request for request in fake_kube.requests.all() if request.verb == "list"]) == 4
+
+
+def test_idle_shutdown_reads_the_real_servers_through_the_api_server(owner, workspace, host, fake_kube, settings,
+                                                                     tmp_path):
+    """No stand-in for the idle work: the observe pass probes a real jupyter-server (and code-server's heartbeat
+    answer) through the fake's service proxy; a kernel keeps it up while it works, then idleness stops it."""
+    settings.DOCKYARD_IDLE_SECONDS_PER_MINUTE = 0.2  # the shortest threshold, 15 minutes, passes in 3 s
+    jupyter = Jupyter(tmp_path, base=f"/instances/{workspace.name}/notebook/jupyter", token=TOKEN)
+    heartbeat = code_server_health()
+    try:
+        compute = until(fake_kube, run(make(workspace, owner, idle_time_before_shutdown_minutes=15)),
+                        InstanceState.RUNNING)
+        fake_kube.serve_pod("default", "ci-notebook-0", jupyter.url, port=8888)
+        fake_kube.serve_pod("default", "ci-notebook-0", f"http://127.0.0.1:{heartbeat.server_port}", port=8080)
+        kernel = httpx.post(f"{jupyter.url}{jupyter.base}/api/kernels", params={"token": TOKEN},
+                            json={"name": "python3"}, timeout=10)
+        assert kernel.status_code == 201
+        observe(compute)
+        instance = fresh(compute).instance
+        assert instance.desired_state == DesiredState.RUNNING and instance.probe_error == ""
+        assert instance.last_activity is not None and instance.last_activity_source.startswith("python3 kernel")
+
+        def stopped():
+            observe(compute)
+            return fresh(compute).instance.stop_cause == StopCause.IDLE
+
+        wait_for(stopped, 30, 0.5, "idle shutdown")
+        instance = fresh(compute).instance
+        assert instance.desired_state == DesiredState.STOPPED
+        assert instance.state_reason.startswith("Stopped: idle for 15 min; last activity ")
+        assert fake_kube.get("statefulsets", "ci-notebook", "default", group="apps")["spec"]["replicas"] == 0
+    finally:
+        heartbeat.shutdown()
+        jupyter.stop()

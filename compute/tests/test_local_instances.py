@@ -318,7 +318,6 @@ def test_a_worker_killed_mid_start_converges_on_one_server(local_worker, workspa
 
 
 def test_idle_shutdown_stops_it_with_the_reason(local_worker, workspace, owner, settings):
-    pytest.importorskip("compute.reconcile.probes", reason="the idle probes (branch i14-idle) are not merged yet")
     settings.DOCKYARD_IDLE_SECONDS_PER_MINUTE = 0.2  # the shortest threshold, 15 minutes, passes in 3 s
     compute = create(workspace, owner, idle_time_before_shutdown_minutes=15, idle_time_before_shutdown="PT15M")
     reached(compute, InstanceState.RUNNING)

@@ -8,7 +8,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import urllib3
 from django.conf import settings
@@ -372,6 +372,31 @@ def proxy_post(conn: Connection, namespace: str, service: str, port: int, path: 
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise _transport_error(pinned.endpoint, exc) from None
     # 2xx or not, the backend's answer (or the proxy's own Status) is passed on as it is.
+    return raw.status, raw.headers.get("Content-Type", "application/json"), raw.data
+
+
+PROXY_GET_SECONDS = 5.0  # a probe must not hold a worker: the backend answers quickly or counts as failed
+
+
+def proxy_get(conn: Connection, namespace: str, kind: str, name_port: str, path: str,
+              query: list[tuple[str, str]]) -> tuple[int, str, bytes]:
+    """GET through the API server's pod or service proxy with a query string (the generated proxy helpers cannot send
+    one); returns the backend's (status, content type, body), no larger than the pool's cap."""
+    if kind not in ("pods", "services"):
+        raise ValueError(f"no proxy for {kind}")
+    pinned = _pinned(conn)
+    api = pinned.api
+    _buckets[conn.key].wait()
+    _respect_retry_after(conn)
+    target = f"{path_for('v1', 'Pod' if kind == 'pods' else 'Service', name_port, namespace, sub='proxy')}/{path.lstrip('/')}"
+    sent = dict(api.default_headers)
+    api.update_params_for_auth(sent, [], ["BearerToken"])
+    url = api.configuration.host + target + (f"?{urlencode(query)}" if query else "")
+    try:  # the pool reads the answer whole, up to its own cap (_Pinned)
+        raw = api.rest_client.pool_manager.request(
+            "GET", url, headers=sent, retries=False, timeout=urllib3.Timeout(connect=TIMEOUT[0], read=PROXY_GET_SECONDS))
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _transport_error(pinned.endpoint, exc) from None
     return raw.status, raw.headers.get("Content-Type", "application/json"), raw.data
 
 

@@ -13,7 +13,7 @@ from compute.serializers import SERIALIZERS
 from controlplane.reconciling import ProvisioningState
 
 from ..forms import compute as compute_form
-from . import clusters, pools
+from . import clusters, instances, pools
 from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
 
 TAB_LABELS = {
@@ -63,6 +63,9 @@ def hub(request, ws):
         computes=selectors.compute_list(workspace=context["workspace"], types=STUDIO_TABS[tab]), new_types=type_choices(tab),
         tabs=[(key, label, sum(counts.get(t, 0) for t in STUDIO_TABS[key])) for key, label in TAB_LABELS.items()],
     )
+    if tab == "instances":
+        computes = context["computes"].select_related("workspace", "instance__assigned_user")
+        context["instance_views"] = instances.instance_views(request.user, computes)
     template = "frontend/compute/_list.html" if request.htmx else "frontend/compute/hub.html"
     return render(request, template, context)
 
@@ -187,6 +190,8 @@ def detail(request, ws, name):
         return clusters.page(request, context, compute, "overview")
     if compute.type == ComputeType.AMLCOMPUTE:
         context.update(pools.pool_context(compute))
+    if compute.type == ComputeType.COMPUTEINSTANCE:
+        context = instances.panel_context(request, context, instances.instance_or_404(context["workspace"], name))
     return render(request, "frontend/compute/detail.html", context)
 
 

@@ -230,3 +230,39 @@ def test_last_activity_of_another_day_shows_its_date(client_as, workspace, owner
     make_instance(workspace, owner, "box", users["contributor"], last_activity=at, last_activity_source="terminal")
     row = row_of(text(client_as("contributor").get(TAB)), "box")
     assert f"{at:%Y-%m-%d %H:%M}, terminal" in row
+
+
+def select_options(body: str, name: str) -> dict[str, bool]:
+    """{value: selected} of one <select> of the form."""
+    block = re.search(rf'<select[^>]*name="{name}".*?</select>', body, re.S).group(0)
+    return {value: bool(selected) for value, selected in re.findall(r'<option value="([^"]*)"( selected)?', block)}
+
+
+def test_the_create_form_offers_hosts_members_instance_types_and_sizes(owner_client, users, host, settings, workspace):
+    body = text(owner_client.get("/w/team-a/compute/new/computeinstance/"))
+    assert select_options(body, "kubernetes_compute") == {"k8s": True}  # the only host: chosen
+    assert select_options(body, "assigned_user") == {"olivia": True, "contributor-user": False}  # no reader
+    assert 'name="instance_type"' in body and 'list="id_instance_type_sizes"' in body
+    assert 'data-size-picker' in body and 'value="Standard_DS3_v2"' in body
+    assert 'value="Standard_FX4mds"' not in body  # a cluster-only size
+    assert 'name="schedule_action"' in body and 'href="/w/team-a/compute/new/computeinstance/yaml/"' in body
+    settings.DOCKYARD_LOCAL_COMPUTE = True
+    workspace.local_compute_enabled = True
+    workspace.save(update_fields=["local_compute_enabled"])
+    body = text(owner_client.get("/w/team-a/compute/new/computeinstance/"))
+    assert select_options(body, "kubernetes_compute") == {"": False, "k8s": True, "local": False}
+
+
+@pytest.mark.parametrize(("form", "field", "message"), [
+    ({"size": "Standard_FX4mds"}, "size", "compute clusters only"),
+    ({"idle_time_before_shutdown_minutes": "5"}, "idle_time_before_shutdown_minutes", "between 15 minutes"),
+    ({"schedule_action": "start", "schedule_time": "08:00", "schedule_time_zone": "Mars/Olympus"}, "schedule",
+     "not a known time zone"),
+])
+def test_the_create_form_shows_errors_at_their_field(owner_client, host, form, field, message):
+    response = owner_client.post("/w/team-a/compute/new/computeinstance/", {"name": "ci-1", **form})
+    assert response.status_code == 200
+    chunk = re.search(rf'<div class="mb-3 field field-\w+">\s*<label class="form-label" for="id_{field}".*?<div class="form-text">',
+                      text(response), re.S).group(0)
+    assert message in " ".join(re.findall(r'invalid-feedback d-block">([^<]+)<', chunk))
+    assert not ComputeTarget.objects.filter(name="ci-1").exists()

@@ -229,8 +229,8 @@ def test_valid_form_creates_the_compute_in_its_tab(owner_client, workspace, host
     response = owner_client.post(f"/w/team-a/compute/new/{compute_type}/", form)
     assert response.status_code == 302, re.findall(r'invalid-feedback[^>]*>([^<]+)', text(response))
     # A Kubernetes cluster goes to its own page, which shows the attach checks as they run; a compute cluster to its
-    # own, which shows its nodes.
-    own_page = compute_type in ("kubernetes", "amlcompute")
+    # own, which shows its nodes; a compute instance to its own, which shows it settle into Running.
+    own_page = compute_type in ("kubernetes", "amlcompute", "computeinstance")
     landing = f"/w/team-a/compute/{form['name']}/" if own_page else f"/w/team-a/compute/?tab={tab}"
     assert response["Location"] == landing
     compute = ComputeTarget.objects.get(workspace=workspace, name=form["name"])
@@ -344,7 +344,7 @@ def test_size_suggestions_follow_the_catalog(owner_client, workspace):
     assert 'value="Standard_FX4mds"' in cluster and 'value="Standard_FX4mds"' not in instance
     for retired in ("Standard_NC6", "Standard_NV6", "Standard_HB60rs", "Standard_A2"):
         assert f'value="{retired}"' not in cluster and f'value="{retired}"' not in instance
-    assert 'value="Standard_NC6s_v3"' in instance and "Volta" in instance
+    assert 'value="Standard_NC6s_v3"' in instance and "1 × NVIDIA V100" in instance  # the instance form's size picker
 
 
 def test_yaml_preview_is_the_api_body_without_secrets(owner_client, workspace):

@@ -97,7 +97,7 @@ def create(request, ws, compute_type):
     context = workspace_page(request, ws)
     require(request.user, context["workspace"], "manage")
     compute_type = known_type(compute_type)
-    data, errors, files = compute_form.initial_data(compute_type, context["workspace"]), [], {}
+    data, errors, files = compute_form.initial_data(compute_type, context["workspace"], request.user), [], {}
     if request.method == "POST":
         data, files = request.POST, request.FILES
         body, errors = compute_form.compute_body(compute_type, request.POST, request.FILES)
@@ -114,8 +114,8 @@ def create(request, ws, compute_type):
     return render(request, "frontend/compute/create.html", context)
 
 
-# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes.
-OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE)
+# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes, an instance's state.
+OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE, ComputeType.COMPUTEINSTANCE)
 
 
 def created(request, compute: ComputeTarget):

@@ -13,6 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from compute import services, vmsizes
 from compute.choices import ComputeType, InstanceState, StopCause
 from compute.models import ComputeInstance, ComputeTarget
+from controlplane.reconciling import ProvisioningState
 from workspaces import access
 from workspaces.choices import ROLE_RANK, Role
 
@@ -60,6 +61,12 @@ def run_state(compute: ComputeTarget) -> ComputeInstance | None:
         return None  # a record made before instances ran: the service makes its run state on the first action
 
 
+def no_run_state(compute: ComputeTarget) -> str:
+    """The state of a record without run state: Creating while it is being created, else Stopped (as the service
+    treats it: its first start makes the run state)."""
+    return InstanceState.CREATING if compute.provisioning_state == ProvisioningState.CREATING else InstanceState.STOPPED
+
+
 def may_act(user, compute: ComputeTarget, instance: ComputeInstance | None) -> bool:
     """The service's rule, to show the buttons: the assigned user (contributor or owner), owners, staff."""
     role = access.role_of(user, compute.workspace)
@@ -102,7 +109,7 @@ def application_links(compute: ComputeTarget) -> list[dict]:
 def instance_view(user, compute: ComputeTarget) -> InstanceView:
     """One compute instance for this user: state, reason, shape, activity, the buttons and links it may use."""
     instance = run_state(compute)
-    state = instance.state if instance else InstanceState.STOPPED
+    state = instance.state if instance else no_run_state(compute)
     can_act, can_open = may_act(user, compute, instance), services.instance_open_allowed(user, compute)
     view = InstanceView(
         compute=compute, state=state, reason=instance.state_reason if instance else "",

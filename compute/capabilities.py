@@ -65,10 +65,6 @@ def supports(compute_type: str, workload: str) -> bool:
 # Types Dockyard keeps records of but cannot run anything on yet. Each record says so (`backend` in the API and the
 # studio), and jobs and deployments that name one are refused with the reason instead of waiting in a queue.
 RECORD_ONLY: dict[str, str] = {
-    "computeinstance": (
-        "Records only: Dockyard has no compute-instance backend yet (a later release runs one as a pod with its own "
-        "volume), so this record runs nothing. Its size, idle shutdown and schedules are stored for that backend."
-    ),
     "virtualmachine": (
         "Records only: Dockyard does not run jobs over SSH yet, so jobs that name this VM are refused. The address is "
         "checked and the credentials are stored encrypted for the SSH runner that a later release adds."

@@ -20,7 +20,9 @@ def compute_none() -> QuerySet[ComputeTarget]:
 
 def compute_list(*, workspace: Workspace, load_creators: bool = True, types=None) -> QuerySet[ComputeTarget]:
     """A workspace's compute records (of `types` only, when given), secrets left in the database."""
-    computes = ComputeTarget.objects.filter(workspace=workspace).defer("secrets_encrypted")
+    # a compute instance's run state and user come in the same query (a LEFT JOIN, null for the other types)
+    computes = ComputeTarget.objects.filter(workspace=workspace).defer("secrets_encrypted").select_related(
+        "instance__assigned_user")
     if types is not None:
         computes = computes.filter(type__in=types)
     if load_creators:
@@ -44,7 +46,14 @@ def kubernetes_compute_list(*, workspace: Workspace, deleting: bool = False) -> 
 
 
 def compute_get(*, workspace: Workspace, name: str) -> ComputeTarget:
-    return ComputeTarget.objects.select_related("created_by", "workspace", "cluster").get(workspace=workspace, name=name)
+    return ComputeTarget.objects.select_related("created_by", "workspace", "cluster", "instance__assigned_user").get(
+        workspace=workspace, name=name)
+
+
+def instance_applications(compute: ComputeTarget) -> dict:
+    """Where Dockyard's browser proxy serves a compute instance's servers (JupyterLab's base_url is the same path)."""
+    base = f"/instances/{compute.workspace.name}/{compute.name}"
+    return {"jupyterlab": f"{base}/jupyter/lab", "vscode": f"{base}/vscode/", "terminal": f"{base}/jupyter/terminals/1"}
 
 
 def vm_series_list(*, series: str = "", category: str = "", gpu: bool | None = None, supported_in: str = "", size: str = "") -> list[dict]:

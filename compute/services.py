@@ -7,12 +7,13 @@ from controlplane.api import BadRequest, Conflict, NotFound, PermissionDenied, V
 from controlplane.celery import enqueue_on_commit
 from controlplane.reconciling import ProvisioningState
 from controlplane.specs import SpecErrors, enum_choice
+from workspaces import access
 from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from . import shapes, spec
-from .choices import ComputeType
+from . import instances, selectors, shapes, spec
+from .choices import ComputeType, StopCause
 from .connections import HOST_KEY
 from .models import Cluster, ComputeTarget, InstanceType
 from .validators import CHECKS
@@ -43,8 +44,14 @@ def _validated(kind: spec.ComputeKind, data: dict, workspace: Workspace,
     def computes() -> dict[str, str]:  # asked only by the bodies that name another compute (a compute cluster's host)
         return dict(ComputeTarget.objects.filter(workspace=workspace).values_list("name", "type"))
 
+    def instance_types(name: str) -> list[str] | None:  # a compute instance's instance type, where the host is proven
+        host = selectors.kubernetes_compute_list(workspace=workspace).filter(name=name).first()
+        return [row["name"] for row in selectors.instance_type_list(compute=host)] if host and host.cluster_id else None
+
+    checks = replace(CHECKS, workspace_computes=computes, instance_types=instance_types,
+                     local_compute=lambda: access.local_compute_refusal(workspace))
     try:
-        return spec.parse_compute(kind, data, replace(CHECKS, workspace_computes=computes), stored_secrets)
+        return spec.parse_compute(kind, data, checks, stored_secrets)
     except SpecErrors as exc:
         raise _invalid(exc.errors) from None
 
@@ -67,6 +74,7 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
     if existing:
         being = " and is being deleted" if existing.provisioning_state == ProvisioningState.DELETING else ""
         raise Conflict(f"A compute named '{common['name']}' already exists in workspace '{workspace.name}'{being}.")
+    assignee = _instance_user(user, workspace, properties) if kind.compute_type == ComputeType.COMPUTEINSTANCE else None
     compute = ComputeTarget(
         workspace=workspace, name=common["name"], type=kind.compute_type,
         description=common.get("description", ""), tags=common.get("tags", {}),
@@ -74,13 +82,23 @@ def compute_create(*, user, workspace: Workspace, data: dict) -> ComputeTarget:
     )
     _require_staff_for_in_cluster(user, properties)
     compute.secrets = {key: value for key, value in secrets.items() if value}
+    if assignee is not None:
+        compute.secrets = {**compute.secrets, instances.TOKEN_KEY: instances.new_token()}
     compute.save()  # linked to a Cluster only once its own credentials pass the checks (reconcile)
+    if assignee is not None:
+        instances.instance_create(compute=compute, assigned_user=assignee)
     audit_record(
         actor=user, action=AuditAction.CREATE, target_type="compute", target_name=compute.name, workspace=workspace,
         changes=changed_fields({}, {**properties, **secrets, "type": compute.type}, frozenset(secrets)),
     )
     _enqueue(compute)
     return compute
+
+
+def _instance_user(user, workspace: Workspace, properties: dict):
+    """A new compute instance's user: the member it names, else its creator."""
+    properties.setdefault("assigned_user", user.username)
+    return instances.assigned_user_for(workspace=workspace, username=properties["assigned_user"])
 
 
 def _require_staff_for_in_cluster(user, properties: dict) -> None:
@@ -124,6 +142,7 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     body = kind.merge_for_update(_stored_body(compute), patch)
     common, properties, secrets = _validated(kind, body, compute.workspace, stored_secrets)
     _refuse_moving_pool(compute, properties)
+    assignee = _new_instance_user(compute, properties)
     before = {**compute.properties, **{key: getattr(compute, key) for key in EDITABLE_COMMON}}
     new_secrets = {**stored_secrets, **{key: value for key, value in secrets.items() if value}}
     compute.properties = properties
@@ -137,6 +156,8 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     compute.secrets = new_secrets
     if compute.type == ComputeType.KUBERNETES:
         _unlink_if_credentials_changed(compute, before, stored_secrets, new_secrets)
+    if assignee is not None:
+        instances.instance_reassign(compute=compute, assigned_user=assignee)
     compute.generation += 1
     compute.provisioning_state = ProvisioningState.UPDATING
     compute.save()
@@ -149,11 +170,20 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
 
 
 def _refuse_moving_pool(compute: ComputeTarget, properties: dict) -> None:
-    """A compute cluster's pool lives on one cluster: moving it would leave the old pool behind, half-used."""
+    """A compute cluster's pool lives on one cluster, an instance's disk too: moving would leave them behind."""
     host = compute.properties.get(HOST_KEY)
-    if compute.type == ComputeType.AMLCOMPUTE and host and properties.get(HOST_KEY) != host:
-        raise BadRequest(f"A compute cluster cannot move to another kubernetes compute (it lives on '{host}'); delete "
+    what = {ComputeType.AMLCOMPUTE: "compute cluster", ComputeType.COMPUTEINSTANCE: "compute instance"}.get(compute.type)
+    if what and host and properties.get(HOST_KEY) != host:
+        raise BadRequest(f"A {what} cannot move to another kubernetes compute (it lives on '{host}'); delete "
                          "it and create it again there.", code="ImmutableField", target=HOST_KEY)
+
+
+def _new_instance_user(compute: ComputeTarget, properties: dict):
+    """The member a change gives a compute instance to (checked), or None when its user stays."""
+    name = properties.get("assigned_user")
+    if compute.type != ComputeType.COMPUTEINSTANCE or not name or name == compute.properties.get("assigned_user"):
+        return None
+    return instances.assigned_user_for(workspace=compute.workspace, username=name)
 
 
 def _refuse_hosting(compute: ComputeTarget) -> None:
@@ -357,3 +387,16 @@ def instance_type_delete(*, user, compute: ComputeTarget, name: str) -> Instance
         _audit_instance_type(user, compute, AuditAction.DELETE, name)
     _enqueue_instance_type(record, compute)
     return record
+
+
+@transaction.atomic
+def compute_instance_action(*, user, compute: ComputeTarget, action: str, cause: str = StopCause.USER) -> ComputeTarget:
+    """Start, stop or restart a compute instance: ask for it on the record, bump the generation, reconcile after commit."""
+    if instances.request_action(user=user, compute=compute, action=action, cause=cause):
+        _enqueue(compute)
+    return compute
+
+
+def instance_open_allowed(user, compute: ComputeTarget) -> bool:
+    """Whether `user` may open the instance's servers (JupyterLab, VS Code, terminal): its assigned user or staff."""
+    return instances.open_allowed(user, compute)

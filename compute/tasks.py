@@ -9,13 +9,15 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from controlplane.api import BadRequest, Conflict
+from controlplane.celery import enqueue_on_commit
 from controlplane.kube.errors import KubeTransient
 from controlplane.reconciling import ProvisioningState, backoff, locked_run
 
-from . import reconcile
-from .choices import ComputeType
+from . import instances, reconcile, schedules
+from .choices import ComputeType, StopCause
 from .connections import HOST_KEY
-from .models import Cluster, ComputeTarget, InstanceType
+from .models import Cluster, ComputeInstance, ComputeTarget, InstanceType
 
 logger = logging.getLogger(__name__)
 BATCH = 100  # instance types per batched reconcile task: one status UPDATE each, short enough to retry
@@ -179,4 +181,38 @@ def observe_compute_instances() -> int:
 @shared_task(acks_late=True)
 def fire_instance_schedules() -> int:
     """Fire the start/stop schedules that are due, each once (row lock, schedule_fired_at); returns how many fired."""
-    return 0  # issue 14 builds it (compute/schedules.py)
+    now = timezone.now()
+    return sum(fire_schedules_of(pk, now) for pk in scheduled_instances())
+
+
+def scheduled_instances() -> list[int]:
+    """The run-state records of compute instances (not being deleted) with at least one start/stop schedule."""
+    return list(ComputeInstance.objects.filter(compute__type=ComputeType.COMPUTEINSTANCE).exclude(
+        compute__provisioning_state=ProvisioningState.DELETING).exclude(
+        compute__properties__schedules__compute_start_stop=[]).filter(
+        compute__properties__schedules__compute_start_stop__isnull=False).order_by("pk").values_list("pk", flat=True))
+
+
+def fire_schedules_of(instance_id: int, now) -> int:
+    """Act on one instance's due firings under its row lock, then record them: a second worker asking at the same time
+    waits for the lock and finds them recorded, so each firing acts once. Returns how many were acted on."""
+    with transaction.atomic():
+        instance = ComputeInstance.objects.select_for_update(of=("self",)).select_related(
+            "compute", "compute__workspace").filter(pk=instance_id).first()
+        if instance is None:
+            return 0
+        compute = instance.compute
+        items = (compute.properties.get("schedules") or {}).get("compute_start_stop") or []
+        firings = schedules.due(items, instance.schedule_fired_at, now)
+        acted = 0
+        for index, action, fire_time in firings:
+            try:
+                acted += instances.request_action(user=None, compute=compute, action=action, cause=StopCause.SCHEDULE)
+            except (Conflict, BadRequest) as exc:  # being deleted meanwhile: nothing to do; said in the log
+                logger.info("Schedule %s of compute %s not acted on: %s", index, compute.pk, exc)
+            instance.schedule_fired_at[str(index)] = fire_time.isoformat()
+        if firings:
+            instance.save(update_fields=["schedule_fired_at", "updated_at"])
+        if acted:
+            enqueue_on_commit(reconcile_compute, compute.pk)
+    return len(firings)

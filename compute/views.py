@@ -11,6 +11,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import status, viewsets
+from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -19,6 +20,7 @@ from controlplane.schema import list_envelope
 from workspaces.views import WorkspaceScopedMixin
 
 from . import selectors, services
+from .choices import ComputeType
 from .filters import ComputeFilter
 from .models import ComputeTarget
 from .serializers import (
@@ -45,6 +47,17 @@ CLUSTER_EXAMPLE = OpenApiExample(
     "Compute cluster", request_only=True,
     value={"name": "train-cluster", "type": "amlcompute", "size": "Standard_DS3_v2", "min_instances": 0, "max_instances": 4},
 )
+
+
+class ShownCompute:
+    """A record's serializer whose `data` gets what depends on who asks (a compute instance's links)."""
+
+    def __init__(self, serializer, shown, compute: ComputeTarget):
+        self.serializer, self.shown, self.compute = serializer, shown, compute
+
+    @property
+    def data(self) -> dict:
+        return self.shown(dict(self.serializer.data), self.compute)
 
 
 @functools.cache
@@ -88,12 +101,46 @@ class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
 
     def get_serializer(self, *args, **kwargs):
         if args and isinstance(args[0], ComputeTarget):
-            return SERIALIZERS[args[0].type](*args, **kwargs)
+            return ShownCompute(SERIALIZERS[args[0].type](*args, **kwargs), self._shown, args[0])
         return super().get_serializer(*args, **kwargs)
+
+    required_access = {"list": "read", "retrieve": "read", "start": "read", "stop": "read", "restart": "read"}
 
     def list(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response([row_serializer(compute.type).to_representation(compute) for compute in page])
+        return self.get_paginated_response([self._shown(row_serializer(compute.type).to_representation(compute), compute)
+                                            for compute in page])
+
+    def _shown(self, data: dict, compute: ComputeTarget) -> dict:
+        """A compute instance's links to its servers, for the users allowed to open it."""
+        if compute.type == ComputeType.COMPUTEINSTANCE:
+            compute.workspace = self.workspace  # the one already read (and the caller's role with it): no query a row
+            allowed = services.instance_open_allowed(self.request.user, compute)
+            data["applications"] = selectors.instance_applications(compute) if allowed else None
+        return data
+
+    def _instance_action(self, request, action: str) -> Response:
+        compute = self._record()
+        compute = services.compute_instance_action(user=request.user, compute=compute, action=action)
+        return Response(self.get_serializer(compute).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={202: COMPUTE_SCHEMA})
+    @action(detail=True, methods=["post"])
+    def start(self, request, *args, **kwargs):
+        """Start a stopped (or failed) compute instance: its assigned user, owners and staff; 409 if already running."""
+        return self._instance_action(request, "start")
+
+    @extend_schema(request=None, responses={202: COMPUTE_SCHEMA})
+    @action(detail=True, methods=["post"])
+    def stop(self, request, *args, **kwargs):
+        """Stop a compute instance (its disk is kept): its assigned user, owners and staff; 409 if already stopped."""
+        return self._instance_action(request, "stop")
+
+    @extend_schema(request=None, responses={202: COMPUTE_SCHEMA})
+    @action(detail=True, methods=["post"])
+    def restart(self, request, *args, **kwargs):
+        """Restart a running compute instance in a new pod (same disk): its assigned user, owners and staff."""
+        return self._instance_action(request, "restart")
 
     def retrieve(self, request, *args, **kwargs):
         if kwargs["name"] == "local":

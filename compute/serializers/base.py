@@ -12,7 +12,7 @@ from controlplane.reconciling import ProvisioningState
 
 from ..capabilities import RECORD_ONLY
 from ..choices import ComputeType
-from ..models import ComputeTarget
+from ..models import ComputeInstance, ComputeTarget
 from ..spec import KINDS
 
 
@@ -94,11 +94,26 @@ def compute_as_dict(compute: ComputeTarget) -> dict:
         "provisioning_errors": compute.provisioning_errors,
         "backend": RECORD_ONLY.get(compute.type),
         **({"status": compute.status} if compute.type == ComputeType.AMLCOMPUTE else {}),
+        **(instance_as_dict(compute) if compute.type == ComputeType.COMPUTEINSTANCE else {}),
         "secrets_set": compute.secret_fields,
         "created_by": creator_name(compute),
         "created_on": compute.created_at,
         "updated_on": compute.updated_at,
     }
+
+
+INSTANCE_FIELDS = ("state", "state_reason", "state_changed_at", "last_activity", "last_activity_source", "desired_state",
+                   "stop_cause")
+
+
+def instance_as_dict(compute: ComputeTarget) -> dict:
+    """A compute instance's run state (null before it has one); `applications` is the view's (it depends on who asks)."""
+    try:
+        instance = compute.instance
+    except ComputeInstance.DoesNotExist:
+        return {**dict.fromkeys(INSTANCE_FIELDS), "applications": None}
+    user = instance.assigned_user.username if instance.assigned_user_id else None
+    return {**{key: getattr(instance, key) for key in INSTANCE_FIELDS}, "assigned_user": user, "applications": None}
 
 
 def creator_name(compute: ComputeTarget) -> str | None:

@@ -5,7 +5,7 @@ describe the same bodies for the schema (compute/tests/test_spec_and_serializers
 """
 from rest_framework import serializers
 
-from ..choices import ComputeType, Tier
+from ..choices import ComputeType, DesiredState, InstanceState, StopCause, Tier
 from ..spec.rules import USERNAME
 from .base import ComputeSerializer, StrictSerializer, secret_field
 from .pools import ClusterApiSerializer, NodeClassRefSerializer, PoolStatusSerializer
@@ -73,13 +73,42 @@ class SchedulesSerializer(StrictSerializer):
     compute_start_stop = StartStopSerializer(many=True, required=False, default=list)
 
 
+class ApplicationsSerializer(serializers.Serializer):
+    """Where Dockyard's proxy serves the instance's servers (relative links; the token never appears)."""
+
+    jupyterlab = serializers.CharField()
+    vscode = serializers.CharField()
+    terminal = serializers.CharField()
+
+
 class ComputeInstanceSerializer(ComputeSerializer):
     compute_type = ComputeType.COMPUTEINSTANCE
 
-    size = serializers.CharField(required=False, default="Standard_DS3_v2")
+    kubernetes_compute = serializers.CharField(
+        required=False, max_length=64,
+        help_text="the kubernetes compute of this workspace the instance runs on (default: the workspace's only one), "
+                  "or `local` where staff enabled local compute for the workspace; fixed once created")
+    instance_type = serializers.CharField(
+        required=False, allow_null=True, default=None, max_length=253,
+        help_text="an instance type of that kubernetes compute (its shape); or give size; neither: its default instance type")
+    size = serializers.CharField(required=False, allow_null=True, default=None,
+                                 help_text="a VM size (the shape of a whole node of that size); not with instance_type")
+    assigned_user = serializers.RegexField(
+        USERNAME, required=False, max_length=64,
+        help_text="the member (contributor or owner) who uses it: only they and staff open it (default: the creator)")
     idle_time_before_shutdown_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
     idle_time_before_shutdown = serializers.CharField(required=False, allow_null=True, default=None)
     schedules = SchedulesSerializer(required=False, default=dict)
+    state = serializers.ChoiceField(choices=InstanceState.choices, read_only=True, allow_null=True)
+    state_reason = serializers.CharField(read_only=True, allow_blank=True)
+    state_changed_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    last_activity = serializers.DateTimeField(read_only=True, allow_null=True)
+    last_activity_source = serializers.CharField(read_only=True, allow_blank=True)
+    desired_state = serializers.ChoiceField(choices=DesiredState.choices, read_only=True, allow_null=True)
+    stop_cause = serializers.ChoiceField(choices=StopCause.choices, read_only=True, allow_blank=True)
+    applications = ApplicationsSerializer(
+        read_only=True, allow_null=True,
+        help_text="links to JupyterLab, VS Code and a terminal through Dockyard's proxy; null unless you may open it")
 
 
 class SshHostSerializer(ComputeSerializer):

@@ -3,7 +3,8 @@
 tests/test_field_audit.py walks these against the parsers' accepted fields and the README's table.
 """
 
-_INSTANCE_LATER = "is stored for the compute-instance backend a later release builds; today nothing starts or stops"
+_INSTANCE_POD = ("describes an Azure VM's {what}; a compute instance is a pod on its attached cluster, whose {what} the "
+                 "cluster decides. It is kept so Azure ML files load unchanged")
 _SSH_LATER = "is stored (secrets encrypted) for the SSH runner a later release adds; today no job runs over SSH"
 _PIPELINES = "is stored as a reference for pipeline steps, which Dockyard does not run; nothing uses it"
 _AZURE_ONLY = "describes an Azure resource Dockyard has no counterpart for; it is kept so Azure ML files load unchanged"
@@ -13,12 +14,10 @@ _AZURE_ONLY = "describes an Azure resource Dockyard has no counterpart for; it i
 STORED_ONLY: dict[str, str] = {
     "amlcompute.location": "location is an Azure region; a compute cluster's nodes are where its attached cluster runs. "
                            "It is kept and shown so Azure ML files that name a region load unchanged.",
-    **{f"computeinstance.{key}": f"{key} {_INSTANCE_LATER}." for key in (
-        "size", "idle_time_before_shutdown", "idle_time_before_shutdown_minutes", "schedules",
-        *(f"schedules.compute_start_stop{rest}" for rest in (
-            "", ".action", ".state", ".trigger", ".trigger.type", ".trigger.expression", ".trigger.frequency",
-            ".trigger.interval", ".trigger.schedule", ".trigger.start_time", ".trigger.time_zone")),
-        "ssh_public_access_enabled", "network_settings", "enable_node_public_ip", "identity")},
+    # A compute instance acts on its shape, user, idle shutdown and schedules; only Azure's network and identity stay.
+    **{f"computeinstance.{key}": f"{key} {_INSTANCE_POD.format(what=what)}." for key, what in (
+        ("network_settings", "network and subnet"), ("enable_node_public_ip", "public address"),
+        ("identity", "managed identity (the pod runs with the namespace's service account)"))},
     "computeinstance.location": f"location {_AZURE_ONLY}.",
     **{f"{kind}.{key}": f"{key} {_SSH_LATER}." for kind in ("virtualmachine", "hdinsight") for key in (
         "address", "ssh_port", "admin_username", "admin_password", "ssh_private_key", "ssh_settings")},

@@ -47,6 +47,11 @@ class Checks:
     # The computes of the body's workspace, {name: type}: a compute cluster names the kubernetes compute it lives on.
     # Asked only by the bodies that need it (services hand in a lazy lookup per workspace).
     workspace_computes: Callable[[], dict[str, str]] = dict
+    # Why this workspace may not run on `local` (None when it may): a compute instance may live there instead.
+    local_compute: Callable[[], str | None] = lambda: "Local compute is not available here."
+    # The instance types of a kubernetes compute of the workspace, by its name; None when they are not known yet (the
+    # attachment has not passed its checks): then reconcile is the one to say an instance type is missing.
+    instance_types: Callable[[str], list[str] | None] = lambda _host: None
 
 
 Rule = Callable[[object, Checks], str | None]  # a value -> why it is wrong, or None

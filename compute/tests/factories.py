@@ -49,9 +49,9 @@ def body(compute_type: str, **overrides) -> dict:
 
 
 def create_compute(workspace, user, compute_type: str = "amlcompute", **overrides) -> ComputeTarget:
-    """A compute made the way the API makes it (validated, audited); a compute cluster gets a kubernetes compute to
-    live on (`host`) when the workspace has none."""
-    if compute_type == "amlcompute" and "kubernetes_compute" not in overrides:
+    """A compute made the way the API makes it (validated, audited); a compute cluster or instance gets a kubernetes
+    compute to live on (`host`) when the workspace has none."""
+    if compute_type in ("amlcompute", "computeinstance") and "kubernetes_compute" not in overrides:
         host(workspace, "k8s-host" if overrides.get("name") == "k8s" else "k8s")
     return compute_create(user=user, workspace=workspace, data=body(compute_type, **overrides))
 
@@ -84,8 +84,9 @@ STORED_PROPERTIES = {
     "kubernetes": {"context": "dev", "namespace": "ml", "node_selector": {}, "in_cluster": False, "server": "https://10.0.0.1:6443"},
     "amlcompute": {"size": "Standard_DS3_v2", "tier": "dedicated", "min_instances": 0, "max_instances": 4, "idle_time_before_scale_down": 120,
                    "kubernetes_compute": "k8s"},
-    "computeinstance": {"size": "Standard_DS3_v2", "idle_time_before_shutdown_minutes": 30, "idle_time_before_shutdown": "PT30M",
-                        "schedules": {"compute_start_stop": []}},
+    "computeinstance": {"kubernetes_compute": "k8s", "instance_type": None, "size": "Standard_DS3_v2",
+                        "assigned_user": "olivia", "idle_time_before_shutdown_minutes": 30,
+                        "idle_time_before_shutdown": "PT30M", "schedules": {"compute_start_stop": []}},
     "virtualmachine": {"address": "10.0.0.5", "ssh_port": 22, "admin_username": "azureuser"},
     "hdinsight": {"address": "hdi.example.com", "ssh_port": 22, "admin_username": "sshuser"},
     "databricks": {"workspace_url": "https://adb-1.azuredatabricks.net"},

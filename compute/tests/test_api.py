@@ -11,6 +11,8 @@ from tests.support import assert_error
 from workspaces.models import AuditEvent
 
 URL = "/api/v1/workspaces/team-a/computes/"
+INSTANCE_SHOWN = {"state", "state_reason", "state_changed_at", "last_activity", "last_activity_source", "desired_state",
+                  "stop_cause", "applications"}
 COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisioning_errors", "backend", "secrets_set", "created_by", "created_on", "updated_on"}
 
 
@@ -19,7 +21,7 @@ COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisio
     [
         ("kubernetes", ["kubeconfig"]),
         ("amlcompute", []),
-        ("computeinstance", []),
+        ("computeinstance", ["token"]),
         ("virtualmachine", ["admin_password"]),
         ("hdinsight", ["ssh_private_key"]),
         ("databricks", ["access_token"]),
@@ -31,14 +33,15 @@ COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisio
 def test_create_each_type(owner_api, workspace, compute_type, secrets, django_capture_on_commit_callbacks):
     fields = STORED_PROPERTIES[compute_type]  # the type's fields with their defaults filled in
     data = body(compute_type, description="made in a test", tags={"team": "a"})
-    runs = compute_type in ("kubernetes", "amlcompute")
-    if compute_type == "amlcompute":
-        host(workspace)  # the workspace's only kubernetes compute: where the compute cluster lives
+    runs = compute_type in ("kubernetes", "amlcompute", "computeinstance")
+    if compute_type in ("amlcompute", "computeinstance"):
+        host(workspace)  # the workspace's only kubernetes compute: where the compute cluster or instance lives
     with django_capture_on_commit_callbacks() as callbacks:
         response = owner_api.post(URL, data, format="json")
     assert response.status_code == 201, response.json()
     created = response.json()
-    assert set(created) == COMMON | set(fields) | ({"status"} if compute_type == "amlcompute" else set())
+    shown = {"amlcompute": {"status"}, "computeinstance": INSTANCE_SHOWN}.get(compute_type, set())
+    assert set(created) == COMMON | set(fields) | shown
     assert {key: created[key] for key in fields} == fields
     assert (created["name"], created["type"], created["description"], created["tags"]) == (data["name"], compute_type, "made in a test", {"team": "a"})
     assert (created["provisioning_state"], created["provisioning_errors"], created["created_by"]) == ("Creating", [], "olivia")
@@ -49,11 +52,11 @@ def test_create_each_type(owner_api, workspace, compute_type, secrets, django_ca
     assert len(callbacks) == 1  # a reconcile is enqueued once the record is committed
     compute = ComputeTarget.objects.get(workspace=workspace, name=data["name"])
     assert (compute.generation, compute.observed_generation) == (1, 0)
-    assert compute.secrets == {key: data[key] for key in secrets}
+    assert compute.secrets == {key: data[key] if key in data else compute.secrets[key] for key in secrets}  # a token is made
     event = AuditEvent.objects.get(action="create", target_type="compute", target_name=data["name"])
     assert event.workspace == workspace and event.actor_name == "olivia"
     assert event.changes["type"] == [None, compute_type]
-    assert all(event.changes[key] == "(secret changed)" for key in secrets)
+    assert all(event.changes[key] == "(secret changed)" for key in secrets if key in data)
 
 
 def test_retrieve_and_list_show_the_same_record(owner_api, workspace, owner):
@@ -84,12 +87,14 @@ def test_kubernetes_takes_the_named_context_and_reports_its_server(owner_api, wo
 
 
 def test_computeinstance_iso_idle_time_is_stored_in_both_forms(owner_api, workspace):
+    host(workspace)  # where the instance runs
     data = body("computeinstance", idle_time_before_shutdown_minutes=None, idle_time_before_shutdown="P1DT2H")
     created = owner_api.post(URL, data, format="json").json()
     assert (created["idle_time_before_shutdown_minutes"], created["idle_time_before_shutdown"]) == (1560, "PT1560M")
 
 
 def test_computeinstance_schedules_are_normalised(owner_api, workspace):
+    host(workspace)  # where the instance runs
     trigger = {"type": "recurrence", "frequency": "week", "schedule": {"hours": 18, "minutes": [0, 30], "week_days": ["monday", "Friday"]}}
     data = body("computeinstance", schedules={"compute_start_stop": [{"action": "stop", "trigger": trigger}]})
     created = owner_api.post(URL, data, format="json").json()
@@ -391,6 +396,7 @@ def test_amlcompute_tier_in_any_case_is_stored_canonical(owner_api, workspace, w
 
 
 def test_schedule_enums_in_any_case_are_stored_canonical(owner_api, workspace):
+    host(workspace)  # where the instance runs
     trigger = {"type": "Recurrence", "frequency": "Week", "schedule": {"hours": [18], "minutes": [0], "week_days": ["MONDAY"]}}
     start_stop = [{"action": "Stop", "state": "Enabled", "trigger": trigger}]
     response = owner_api.post(URL, body("computeinstance", type="ComputeInstance", schedules={"compute_start_stop": start_stop}),
@@ -415,6 +421,7 @@ def test_a_type_in_another_case_is_the_same_type_on_patch(owner_api, workspace, 
      ("W. Europe Standard Time", "Europe/Berlin")],
 )
 def test_schedule_time_zone_windows_or_iana_is_stored_as_written_with_its_iana_name(owner_api, workspace, written, iana):
+    host(workspace)  # where the instance runs
     trigger = {"type": "cron", "expression": "0 18 * * 1-5", "time_zone": written}
     response = owner_api.post(URL, body("computeinstance", schedules={"compute_start_stop": [{"action": "stop", "trigger": trigger}]}),
                               format="json")

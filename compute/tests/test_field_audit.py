@@ -33,6 +33,25 @@ AMLCOMPUTE_ACTS = {
 }
 
 
+# What a compute instance does with each of its own fields (compute/instances.py, the kube helper's manifests and
+# reconcile, compute/schedules.py and the beat task); only Azure's network and identity are stored only.
+COMPUTEINSTANCE_ACTS = {
+    "kubernetes_compute": "the cluster, namespace and credentials (or the local sandbox)",
+    "instance_type": "the pod's shape", "size": "the pod's shape (a whole node of that size)",
+    "assigned_user": "who may open, start and stop it", "idle_time_before_shutdown_minutes": "idle shutdown",
+    "idle_time_before_shutdown": "idle shutdown", "schedules": "the beat task fires them",
+    **{f"schedules.compute_start_stop{rest}": "compute/schedules.py" for rest in (
+        "", ".action", ".state", ".trigger", ".trigger.type", ".trigger.expression", ".trigger.frequency",
+        ".trigger.interval", ".trigger.schedule", ".trigger.start_time", ".trigger.time_zone")},
+}
+
+
+def test_every_computeinstance_field_is_acted_on_but_azures_network_and_identity():
+    stored_only = {key.split(".", 1)[1] for key in STORED_ONLY if key.startswith("computeinstance.")}
+    assert stored_only == {"network_settings", "enable_node_public_ip", "identity", "location"}
+    assert ACCEPTED_FIELDS["computeinstance"] - SHOWN_OR_VALIDATED - stored_only == set(COMPUTEINSTANCE_ACTS)
+
+
 @pytest.mark.parametrize("compute_type", sorted(RECORD_ONLY))
 def test_every_field_of_a_record_only_type_is_declared_stored_only(compute_type):
     undeclared = {key for key in ACCEPTED_FIELDS[compute_type] - SHOWN_OR_VALIDATED if f"{compute_type}.{key}" not in STORED_ONLY}
@@ -57,7 +76,7 @@ def test_every_amlcompute_field_is_acted_on_but_its_region():
 
 
 def test_every_type_is_either_run_or_record_only():
-    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes", "amlcompute"}
+    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes", "amlcompute", "computeinstance"}
 
 
 def test_the_instance_type_parser_stores_nothing_inert():

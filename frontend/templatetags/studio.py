@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from assets.specs.references import InvalidReference, is_reference, parse_reference
 from compute.choices import ComputeType
+from compute.schedules import next_fire
 from controlplane.reconciling import ProvisioningState
 from jobs.choices import JobStatus, Target
 from workspaces import selectors
@@ -207,13 +208,11 @@ def schedule_sentence(row: dict) -> str:
 @register.filter
 def schedule_next(row: dict) -> str:
     """When the schedule fires next (compute.schedules.next_fire), as the studio shows times; "" when unknown."""
-    try:
-        from compute.schedules import next_fire
-    except ImportError:  # the schedules module lands with the schedules task
+    if str(row.get("state", "")).lower() == "disabled" or not isinstance(row.get("trigger"), dict):
         return ""
     try:
-        moment = next_fire(row, timezone.now())
-    except (TypeError, ValueError):
+        moment = next_fire(row["trigger"], timezone.now())
+    except (ValueError, KeyError):  # a stored trigger the firing task cannot read either: shown without its next time
         return ""
     return timezone.localtime(moment).strftime("%a %Y-%m-%d %H:%M") if moment else ""
 

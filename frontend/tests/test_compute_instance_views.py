@@ -200,7 +200,20 @@ def test_details_page_shows_schedules_as_sentences(client_as, workspace, owner, 
     make_instance(workspace, owner, "box", users["contributor"], properties={
         "schedules": {"compute_start_stop": [{"action": "start", "state": "enabled", "trigger": weekly}]}})
     body = text(client_as("contributor").get("/w/team-a/compute/box/"))
-    assert "Starts every weekday at 08:00 Europe/Berlin" in body
+    sentence = re.search(r"<td data-sentence>(.*?)</td>", body, re.S).group(1)
+    assert re.fullmatch(r"Starts every weekday at 08:00 Europe/Berlin <span[^>]*>next: (Mon|Tue|Wed|Thu|Fri) [-\d]+ [:\d]+</span>",
+                        sentence.strip())
+
+
+def test_a_valid_form_creates_the_instance_for_the_member_it_names(owner_client, users, host):
+    form = {"name": "ci-1", "kubernetes_compute": "k8s", "size": "Standard_D4s_v3", "assigned_user": "contributor-user",
+            "idle_time_before_shutdown_minutes": "45"}
+    response = owner_client.post("/w/team-a/compute/new/computeinstance/", form)
+    assert response.status_code == 302 and response["Location"] == "/w/team-a/compute/ci-1/"
+    compute = ComputeTarget.objects.get(name="ci-1")
+    assert compute.instance.assigned_user == users["contributor"] and compute.instance.state == InstanceState.CREATING
+    body = text(owner_client.get("/w/team-a/compute/ci-1/"))
+    assert 'hx-trigger="every 2s"' in body and "Stops after 45 min idle." in body
 
 
 def recurrence(frequency, interval, days=None, hours=(8,), minutes=(0,), zone="UTC") -> dict:
@@ -256,10 +269,12 @@ def test_the_create_form_offers_hosts_members_instance_types_and_sizes(owner_cli
 @pytest.mark.parametrize(("form", "field", "message"), [
     ({"size": "Standard_FX4mds"}, "size", "compute clusters only"),
     ({"idle_time_before_shutdown_minutes": "5"}, "idle_time_before_shutdown_minutes", "between 15 minutes"),
+    ({"assigned_user": "reader-user"}, "assigned_user", "is a reader of workspace"),
+    ({"kubernetes_compute": "local"}, "kubernetes_compute", "local"),
     ({"schedule_action": "start", "schedule_time": "08:00", "schedule_time_zone": "Mars/Olympus"}, "schedule",
      "not a known time zone"),
 ])
-def test_the_create_form_shows_errors_at_their_field(owner_client, host, form, field, message):
+def test_the_create_form_shows_errors_at_their_field(owner_client, users, host, form, field, message):
     response = owner_client.post("/w/team-a/compute/new/computeinstance/", {"name": "ci-1", **form})
     assert response.status_code == 200
     chunk = re.search(rf'<div class="mb-3 field field-\w+">\s*<label class="form-label" for="id_{field}".*?<div class="form-text">',

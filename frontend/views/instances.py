@@ -10,14 +10,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import PermissionDenied
 
-from compute import services, vmsizes
+from compute import selectors, services, vmsizes
 from compute.choices import ComputeType, InstanceState, StopCause
 from compute.models import ComputeInstance, ComputeTarget
 from controlplane.reconciling import ProvisioningState
 from workspaces import access
 from workspaces.choices import ROLE_RANK, Role
 
-from .common import USER_ERRORS, error_rows, workspace_page
+from .common import USER_ERRORS, compute_of_type, error_rows, workspace_page
 
 POLL_SECONDS = 2
 TRANSITIONAL = (InstanceState.CREATING, InstanceState.STARTING, InstanceState.STOPPING)
@@ -29,8 +29,8 @@ ACTIONS_IN = {
 }
 ACTION_LABELS = {"start": ("Start", "play-fill"), "stop": ("Stop", "stop-fill"), "restart": ("Restart", "arrow-clockwise")}
 # The servers of an instance behind Dockyard's proxy (the proxy checks the session and who may open it).
-APPLICATIONS = (("JupyterLab", "jupyter/lab", "journal-code"), ("VS Code", "vscode/", "code-square"),
-                ("Terminal", "jupyter/terminals/1", "terminal"))
+APPLICATIONS = (("JupyterLab", "jupyterlab", "journal-code"), ("VS Code", "vscode", "code-square"),
+                ("Terminal", "terminal", "terminal"))
 
 
 @dataclass
@@ -102,8 +102,8 @@ def activity_text(instance: ComputeInstance | None) -> str:
 
 
 def application_links(compute: ComputeTarget) -> list[dict]:
-    base = f"/instances/{compute.workspace.name}/{compute.name}/"
-    return [{"label": label, "url": base + path, "icon": icon} for label, path, icon in APPLICATIONS]
+    urls = selectors.instance_applications(compute)
+    return [{"label": label, "url": urls[key], "icon": icon} for label, key, icon in APPLICATIONS]
 
 
 def instance_view(user, compute: ComputeTarget) -> InstanceView:
@@ -155,22 +155,23 @@ def stopped_text(compute: ComputeTarget, instance: ComputeInstance | None) -> st
 
 
 def instance_or_404(workspace, name: str) -> ComputeTarget:
-    compute = (ComputeTarget.objects.filter(workspace=workspace, name=name, type=ComputeType.COMPUTEINSTANCE)
-               .select_related("workspace", "instance__assigned_user").first())
-    if compute is None:
-        raise Http404
-    return compute
+    return compute_of_type(workspace, name, ComputeType.COMPUTEINSTANCE)
+
+
+def host_namespace(compute: ComputeTarget, host: str) -> str:
+    """The namespace of the Kubernetes compute the instance runs on ("" for local or a host gone)."""
+    found = selectors.kubernetes_compute_list(workspace=compute.workspace, deleting=True).filter(name=host).first()
+    return found.properties.get("namespace", "default") if found else ""
 
 
 def panel_context(request, context: dict, compute: ComputeTarget) -> dict:
     """What the details page's state panel shows (the page and its polling share it)."""
     instance = run_state(compute)
     host = compute.properties.get("kubernetes_compute") or ""
-    host_record = ComputeTarget.objects.filter(workspace=compute.workspace, name=host, type=ComputeType.KUBERNETES).first()
     return {
         **context, "compute": compute, "view": instance_view(request.user, compute), "instance": instance,
         "idle_text": idle_text(compute, instance), "stopped_text": stopped_text(compute, instance),
-        "host": host, "namespace": host_record.properties.get("namespace", "default") if host_record else "",
+        "host": host, "namespace": host_namespace(compute, host) if host and host != "local" else "",
         "poll_seconds": POLL_SECONDS,
     }
 

@@ -118,7 +118,11 @@ def test_stop_from_the_row_asks_the_service_and_swaps_the_row(client_as, box):
     instance = ComputeInstance.objects.get(compute=box)
     assert (instance.desired_state, instance.stop_cause) == (DesiredState.STOPPED, StopCause.USER)
     assert ComputeTarget.objects.get(pk=box.pk).generation == box.generation + 1
-    assert text(response).lstrip().startswith("<tr") and 'data-compute="box"' in text(response)
+    row = text(response)
+    assert row.lstrip().startswith("<tr") and 'data-compute="box"' in row
+    # asked to stop, not stopped yet: shown as Stopping (the reconcile writes its own state next), Stop no longer offered
+    assert 'data-state="Stopping"' in row and buttons(row) == {"start": False, "stop": False, "restart": False}
+    assert links(row) == {}
 
 
 def test_a_refused_action_is_said_in_the_row_and_changes_nothing(client_as, box):

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import PermissionDenied
 
 from compute import selectors, services, vmsizes
-from compute.choices import ComputeType, InstanceState, StopCause
+from compute.choices import ComputeType, DesiredState, InstanceState, StopCause
 from compute.models import ComputeInstance, ComputeTarget
 from controlplane.reconciling import ProvisioningState
 from workspaces import access
@@ -67,6 +67,17 @@ def no_run_state(compute: ComputeTarget) -> str:
     return InstanceState.CREATING if compute.provisioning_state == ProvisioningState.CREATING else InstanceState.STOPPED
 
 
+def shown_state(instance: ComputeInstance) -> str:
+    """The observed state, or the one it is heading to once asked (Stopping after Stop, Starting after Start) until the
+    reconcile writes its own: the buttons then offer what makes sense next, and the page polls."""
+    asked_stop = instance.desired_state == DesiredState.STOPPED
+    if asked_stop and instance.state in (InstanceState.RUNNING, InstanceState.STARTING, InstanceState.CREATING):
+        return InstanceState.STOPPING
+    if not asked_stop and instance.state in (InstanceState.STOPPED, InstanceState.STOPPING):
+        return InstanceState.STARTING
+    return instance.state
+
+
 def may_act(user, compute: ComputeTarget, instance: ComputeInstance | None) -> bool:
     """The service's rule, to show the buttons: the assigned user (contributor or owner), owners, staff."""
     role = access.role_of(user, compute.workspace)
@@ -109,7 +120,7 @@ def application_links(compute: ComputeTarget) -> list[dict]:
 def instance_view(user, compute: ComputeTarget) -> InstanceView:
     """One compute instance for this user: state, reason, shape, activity, the buttons and links it may use."""
     instance = run_state(compute)
-    state = instance.state if instance else no_run_state(compute)
+    state = shown_state(instance) if instance else no_run_state(compute)
     can_act, can_open = may_act(user, compute, instance), services.instance_open_allowed(user, compute)
     view = InstanceView(
         compute=compute, state=state, reason=instance.state_reason if instance else "",

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from assets.specs.references import InvalidReference, is_reference, parse_reference
 from compute.choices import ComputeType
-from compute.schedules import next_fire
+from compute.schedules import next_fire, zone_of
 from controlplane.reconciling import ProvisioningState
 from jobs.choices import JobStatus, Target
 from workspaces import selectors
@@ -207,14 +207,15 @@ def schedule_sentence(row: dict) -> str:
 
 @register.filter
 def schedule_next(row: dict) -> str:
-    """When the schedule fires next (compute.schedules.next_fire), as the studio shows times; "" when unknown."""
+    """When the schedule fires next (compute.schedules.next_fire), in the schedule's time zone; "" when it never does."""
     if str(row.get("state", "")).lower() == "disabled" or not isinstance(row.get("trigger"), dict):
         return ""
     try:
         moment = next_fire(row["trigger"], timezone.now())
+        zone = zone_of(row["trigger"])
     except (ValueError, KeyError):  # a stored trigger the firing task cannot read either: shown without its next time
         return ""
-    return timezone.localtime(moment).strftime("%a %Y-%m-%d %H:%M") if moment else ""
+    return moment.astimezone(zone).strftime("%a %Y-%m-%d %H:%M") if moment else ""  # in the schedule's own zone
 
 
 COLLECTIONS = {"environment": "environments", "model": "models", "data": "data"}

@@ -176,6 +176,8 @@ def test_details_page_says_idle_shutdown_where_it_runs_and_links(client_as, box)
     assert "Standard_DS3_v2 (4 vCPUs, 14 GiB)" in panel
     assert links(panel)["JupyterLab"] == "/instances/team-a/box/jupyter/lab"
     assert "hx-trigger" not in panel  # running: nothing to poll for
+    assert "{#" not in body and "{% comment" not in body
+    assert re.search(r'<span id="compute-state">\s*<span [^>]*data-state="Running"', body)  # the title shows the run state
 
 
 def test_details_page_polls_while_starting_and_says_why_it_stopped(client_as, workspace, owner, users, host):
@@ -189,6 +191,7 @@ def test_details_page_polls_while_starting_and_says_why_it_stopped(client_as, wo
         last_activity_source="kernel idle")
     panel = text(client.get("/w/team-a/compute/box/instance/"))
     assert "Stopped: idle for 30 min; last activity 14:02, kernel idle." in panel
+    assert re.search(r'<span id="compute-state" hx-swap-oob="true">\s*<span [^>]*data-state="Stopped"', panel)
     assert "hx-trigger" not in panel  # settled: the polling stops
 
 
@@ -205,7 +208,7 @@ def test_details_page_shows_schedules_as_sentences(client_as, workspace, owner, 
         "schedules": {"compute_start_stop": [{"action": "start", "state": "enabled", "trigger": weekly}]}})
     body = text(client_as("contributor").get("/w/team-a/compute/box/"))
     sentence = re.search(r"<td data-sentence>(.*?)</td>", body, re.S).group(1)
-    assert re.fullmatch(r"Starts every weekday at 08:00 Europe/Berlin <span[^>]*>next: (Mon|Tue|Wed|Thu|Fri) [-\d]+ [:\d]+</span>",
+    assert re.fullmatch(r"Starts every weekday at 08:00 Europe/Berlin <span[^>]*>next: (Mon|Tue|Wed|Thu|Fri) [-\d]+ 08:00</span>",
                         sentence.strip())
 
 

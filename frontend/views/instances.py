@@ -193,7 +193,9 @@ def panel(request, ws, name):
     """The details page's state panel alone: polled every few seconds while the instance is between states."""
     context = workspace_page(request, ws)
     compute = instance_or_404(context["workspace"], name)
-    return render(request, "frontend/compute/_instance_panel.html", panel_context(request, context, compute))
+    context = panel_context(request, context, compute)
+    context["oob"] = True  # the page's title badge follows the panel
+    return render(request, "frontend/compute/_instance_panel.html", context)
 
 
 @login_required
@@ -216,5 +218,5 @@ def action(request, ws, name, verb):
         context.update(view=instance_view(request.user, compute), errors=errors)
         return render(request, "frontend/compute/_instance_row.html", context)
     context = panel_context(request, context, compute)
-    context["errors"] = errors
+    context.update(errors=errors, oob=True)
     return render(request, "frontend/compute/_instance_panel.html", context)

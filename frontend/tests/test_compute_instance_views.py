@@ -80,6 +80,11 @@ def test_the_tab_shows_state_user_shape_and_last_activity(client_as, box, worksp
     failed = row_of(body, "broken-box")
     assert "state-danger" in failed and 'title="No node fits 4 vCPUs' in failed and "<details" in failed
     assert "instance type gpu-small" in row_of(body, "gpu-box") and "state-secondary" in row_of(body, "gpu-box")
+    assert 'hx-trigger="every 2s"' in body  # starting-box is between states: the tab polls
+
+
+def test_a_settled_tab_does_not_poll(client_as, box):
+    assert "hx-trigger=\"every" not in text(client_as("contributor").get(TAB))
 
 
 @pytest.mark.parametrize(("role", "acts", "opens"), [

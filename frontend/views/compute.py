@@ -66,6 +66,7 @@ def hub(request, ws):
     if tab == "instances":
         computes = context["computes"].select_related("workspace", "instance__assigned_user")
         context["instance_views"] = instances.instance_views(request.user, computes)
+        context["poll_seconds"] = instances.POLL_SECONDS if any(view.transitional for view in context["instance_views"]) else None
     template = "frontend/compute/_list.html" if request.htmx else "frontend/compute/hub.html"
     return render(request, template, context)
 

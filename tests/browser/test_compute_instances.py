@@ -88,6 +88,11 @@ def test_the_tab_shows_states_and_stop_swaps_the_row(team, page, screenshot):
     assert ComputeInstance.objects.get(compute__name="dana-box").desired_state == DesiredState.STOPPED
     shot(page, screenshot, "i14-instances-tab-stopping")
 
+    # The reconcile scales it to zero: the tab, polling while an instance is between states, shows it Stopped
+    ComputeInstance.objects.filter(compute__name="dana-box").update(state=InstanceState.STOPPED, stop_cause=StopCause.USER)
+    expect(running.locator("[data-state=Stopped]")).to_be_visible(timeout=POLL)
+    expect(running.get_by_role("button", name="Start", exact=True)).to_be_enabled()
+
 
 def test_the_details_page_settles_by_polling(team, page, screenshot):
     weekly = {"type": "recurrence", "frequency": "week", "interval": 1, "time_zone": "Europe/Berlin",

@@ -46,6 +46,12 @@ def use(ok: int) -> dict:
     return {"anonymous": 401, "outsider": 404, "reader": 403, "contributor": ok, "owner": ok, "staff": ok}
 
 
+def instance_user(ok: int) -> dict:
+    """A compute instance's start/stop/restart: its assigned user (here the owner who made it), owners and staff; a
+    contributor who is not its user is refused like a reader."""
+    return {"anonymous": 401, "outsider": 404, "reader": 403, "contributor": 403, "owner": ok, "staff": ok}
+
+
 def signed_in(ok: int) -> dict:
     return {role: 401 if role == "anonymous" else ok for role in ROLES}
 
@@ -151,6 +157,11 @@ ENDPOINTS = [
     Endpoint("compute-patch", "patch", f"{WS}/computes/cpu-cluster/", manage(200), {"max_instances": 9}, ("compute",)),
     Endpoint("compute-delete", "delete", f"{WS}/computes/cpu-cluster/", manage(202), needs=("compute",)),
     Endpoint("compute-local-retrieve", "get", f"{WS}/computes/local/", read()),
+    # "instance": compute instance `notebook` (the owner's), Running; "instance-stopped": the same, Stopped
+    Endpoint("instance-retrieve", "get", f"{WS}/computes/notebook/", read(), needs=("instance",)),
+    Endpoint("instance-stop", "post", f"{WS}/computes/notebook/stop/", instance_user(202), needs=("instance",)),
+    Endpoint("instance-restart", "post", f"{WS}/computes/notebook/restart/", instance_user(202), needs=("instance",)),
+    Endpoint("instance-start", "post", f"{WS}/computes/notebook/start/", instance_user(202), needs=("instance-stopped",)),
     Endpoint("instancetypes-list", "get", f"{WS}/computes/k8s/instancetypes/", read(), needs=("kubernetes",)),
     Endpoint("instancetypes-create", "post", f"{WS}/computes/k8s/instancetypes/", manage(201), SHAPE, ("kubernetes",)),
     Endpoint("instancetype-retrieve", "get", f"{WS}/computes/k8s/instancetypes/small/", read(), needs=("kubernetes",)),
@@ -262,6 +273,8 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
         workspace.save(update_fields=["local_compute_enabled"])
     if "compute" in endpoint.needs:
         create_compute(workspace, users["owner"], name="cpu-cluster")
+    if {"instance", "instance-stopped"} & set(endpoint.needs):
+        compute_instance(workspace, users["owner"], stopped="instance-stopped" in endpoint.needs)
     if "kubernetes" in endpoint.needs:
         k8s = attached_kubernetes(users["owner"], workspace, request.getfixturevalue("fake_kube"))
         if endpoint.method != "post":
@@ -286,6 +299,36 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
         assert_error(response, status, endpoint.error_code or CODES[status])
     else:
         assert response.status_code == status, response.content
+
+
+def compute_instance(workspace, owner, stopped: bool) -> None:
+    """Compute instance `notebook` of `owner` on the workspace's kubernetes compute, as reconcile saw it run (or stop)."""
+    from compute.models import ComputeInstance
+
+    compute = create_compute(workspace, owner, "computeinstance")
+    state = {"state": "Stopped", "desired_state": "stopped"} if stopped else {"state": "Running"}
+    ComputeInstance.objects.filter(compute=compute).update(**state)
+
+
+def test_only_its_user_and_staff_see_an_instances_links(users, workspace, api_as):
+    """The links to its servers show only to whom the proxy lets in: its assigned user and staff."""
+    compute_instance(workspace, users["owner"], stopped=False)
+    for role in ("reader", "contributor", "owner", "staff"):
+        links = api_as(role).get(f"{WS}/computes/notebook/").json()["applications"]
+        assert (links is not None) is (role in ("owner", "staff")), role
+
+
+def test_refused_instance_actions_change_nothing(api_as, users, workspace):
+    from compute.models import ComputeInstance
+    from workspaces.models import AuditEvent
+
+    compute_instance(workspace, users["owner"], stopped=False)
+    clients = [api_as(role) for role in ("anonymous", "outsider", "reader", "contributor")]
+    before = (list(ComputeInstance.objects.values()), AuditEvent.objects.count())
+    for client in clients:
+        for action in ("start", "stop", "restart"):
+            assert client.post(f"{WS}/computes/notebook/{action}/").status_code in (401, 403, 404)
+    assert (list(ComputeInstance.objects.values()), AuditEvent.objects.count()) == before
 
 
 def _fetch_token(workspace) -> str:

@@ -163,9 +163,9 @@ def test_every_list_has_the_same_shape(path, owner_api, cluster):
     assert page["next"] is page["previous"] is None
 
 
-def test_page_numbers_and_page_size(owner_api, workspace, owner):
+def test_page_numbers_and_page_size(owner_api, local_compute, owner):
     for index in range(7):
-        create_compute(workspace, owner, "computeinstance", name=f"c{index}")
+        create_compute(local_compute, owner, "computeinstance", name=f"c{index}", kubernetes_compute="local")
     first = owner_api.get(f"{WS}/computes/", {"page_size": 3}).json()
     assert (first["count"], [row["name"] for row in first["results"]], first["previous"]) == (7, ["c0", "c1", "c2"], None)
     assert "page=2" in first["next"] and "page_size=3" in first["next"]

@@ -6,6 +6,7 @@ import socket
 
 from compute.models import ComputeTarget
 from compute.tasks import resync
+from compute.tests.factories import host
 from controlplane.celery import app
 from controlplane.reconciling import ProvisioningState
 from tests.e2e_support import in_process_worker, wait_for
@@ -46,6 +47,7 @@ def broker_at(url: str):
 
 def test_a_create_with_the_broker_down_answers_201_and_a_later_resync_reconciles_it(
         transactional_db, owner_api, workspace, caplog):
+    host(workspace)  # where the instance runs
     with broker_down_context(), caplog.at_level(logging.WARNING, logger="controlplane.celery"):
         response = owner_api.post(f"{BASE}/", {"name": "cpu", "type": "computeinstance"}, format="json")
     assert response.status_code == 201, response.content
@@ -61,6 +63,7 @@ def test_a_create_with_the_broker_down_answers_201_and_a_later_resync_reconciles
 
 
 def test_an_update_and_a_delete_with_the_broker_down_are_saved(transactional_db, owner_api, workspace):
+    host(workspace)  # where the instance runs
     assert owner_api.post(f"{BASE}/", {"name": "cpu", "type": "computeinstance"}, format="json").status_code == 201
     with broker_down_context():
         assert owner_api.patch(f"{BASE}/cpu/", {"idle_time_before_shutdown_minutes": 60}, format="json").status_code == 200

@@ -33,8 +33,12 @@ def state_of(name: str) -> str | None:
     return compute.provisioning_state if compute else None
 
 
+# A record-only type: its reconcile needs no cluster (compute instances now run on one).
+RECORD_ONLY = {"name": "cpu", "type": "databricks", "workspace_url": "https://adb-1.azuredatabricks.net", "access_token": "dapi1"}
+
+
 def test_created_compute_is_reconciled_by_the_worker(worker, owner_api, workspace):
-    response = owner_api.post("/api/v1/workspaces/team-a/computes/", {"name": "cpu", "type": "computeinstance"}, format="json")
+    response = owner_api.post("/api/v1/workspaces/team-a/computes/", RECORD_ONLY, format="json")
     assert response.status_code == 201 and response.json()["provisioning_state"] == "Creating"
     wait_for(lambda: state_of("cpu") == ProvisioningState.SUCCEEDED)
     compute = ComputeTarget.objects.get(name="cpu")
@@ -42,9 +46,9 @@ def test_created_compute_is_reconciled_by_the_worker(worker, owner_api, workspac
 
 
 def test_update_then_delete_converge(worker, owner_api, workspace):
-    owner_api.post("/api/v1/workspaces/team-a/computes/", {"name": "cpu", "type": "computeinstance"}, format="json")
+    owner_api.post("/api/v1/workspaces/team-a/computes/", RECORD_ONLY, format="json")
     wait_for(lambda: state_of("cpu") == ProvisioningState.SUCCEEDED)
-    response = owner_api.patch("/api/v1/workspaces/team-a/computes/cpu/", {"idle_time_before_shutdown_minutes": 60}, format="json")
+    response = owner_api.patch("/api/v1/workspaces/team-a/computes/cpu/", {"workspace_url": "https://adb-2.azuredatabricks.net"}, format="json")
     assert response.json()["provisioning_state"] == "Updating"
     wait_for(lambda: ComputeTarget.objects.filter(name="cpu", observed_generation=2, provisioning_state="Succeeded").exists())
     assert owner_api.delete("/api/v1/workspaces/team-a/computes/cpu/").status_code == 202

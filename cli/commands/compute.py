@@ -1,4 +1,4 @@
-"""dockyard compute list | show | create | attach | nodes | delete."""
+"""dockyard compute list | show | create | attach | nodes | delete | start | stop | restart."""
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -10,7 +10,14 @@ from ..documents import Document, apply_assignments, read_side_file, read_text, 
 from ..errors import EXIT_USAGE, ApiError, InvalidInput
 from ..output import Column, field, print_item, print_list, print_written, timestamp
 from ..provisioning import provisioning_failed, wait_until_provisioned
-from ..resources.compute import COMPUTE_TYPES, compute_body, computes_path, nodes_path, not_found_in_workspace
+from ..resources.compute import (
+    COMPUTE_TYPES,
+    compute_body,
+    computes_path,
+    instance_action_path,
+    nodes_path,
+    not_found_in_workspace,
+)
 from ..resources.instancetype import GPU
 
 # Types that are attached (they exist already) rather than created by Azure ML; `compute create` takes the others too.
@@ -99,7 +106,47 @@ def show_compute(state: State, name: str) -> None:
         raise not_found_in_workspace(client, workspace, name, error) from None
     if state.output == "table" and item.get("type") == "amlcompute":
         item = {**{key: value for key, value in item.items() if key != "status"}, **node_counts(item.get("status") or {})}
+    if state.output == "table" and item.get("type") == "computeinstance":
+        item = {**item, **instance_state(item)}
     print_item(item, state.output)
+
+
+def instance_state(item: dict) -> dict:
+    """A compute instance's run state as `compute show` prints it: the state with its reason, the last activity and
+    what it was, what was last asked."""
+    state = item.get("state") or "unknown"
+    activity = item.get("last_activity")
+    asked = item.get("desired_state") or "-"
+    cause = f" ({item['stop_cause']})" if asked == "stopped" and item.get("stop_cause") else ""
+    return {
+        "state": f"{state}: {item['state_reason']}" if item.get("state_reason") else state,
+        "last_activity": f"{activity} ({item.get('last_activity_source') or 'activity'})" if activity else "none seen yet",
+        "desired_state": f"{asked}{cause}",
+    }
+
+
+def instance_action(verb: str, done: str, help_text: str):
+    """`compute start|stop|restart NAME`: ask the API, print the record's state (202: it happens in the background)."""
+
+    @compute.command(verb, help=help_text)
+    @click.argument("name")
+    @workspace_option
+    @output_option
+    @pass_state
+    def run(state: State, name: str) -> None:
+        workspace, client = state.workspace, state.client()
+        try:
+            item = client.post(instance_action_path(workspace, name, verb), {}).body
+        except ApiError as error:
+            raise not_found_in_workspace(client, workspace, name, error) from None
+        print_written(item, state.output, f"compute/{name} {done} (now {item.get('state') or 'unknown'})")
+
+    return run
+
+
+start_instance = instance_action("start", "starting", "Start a stopped compute instance (its disk was kept).")
+stop_instance = instance_action("stop", "stopping", "Stop a compute instance; its disk is kept for the next start.")
+restart_instance = instance_action("restart", "restarting", "Restart a running compute instance in a new pod (same disk).")
 
 
 @compute.command("create")

@@ -33,6 +33,11 @@ def computes_path(workspace: str, name: str | None = None) -> str:
     return path_of("workspaces", workspace, "computes", *([name] if name else []))
 
 
+def instance_action_path(workspace: str, compute: str, action: str) -> str:
+    """POST here to start, stop or restart a compute instance."""
+    return path_of("workspaces", workspace, "computes", compute, action)
+
+
 def nodes_path(workspace: str, compute: str) -> str:
     return path_of("workspaces", workspace, "computes", compute, "nodes")
 

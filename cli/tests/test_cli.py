@@ -500,3 +500,37 @@ def test_staff_create_a_user_and_get_the_one_time_link_an_owner_is_refused(docky
     assert headline.startswith("user/alice created; the password is set at (once, until ")
     assert re.fullmatch(r"http://[^/]+/invitation/[\w-]{40,}/", link)
     assert get_user_model().objects.get(username="alice").email == "alice@example.com"
+
+
+def test_compute_start_stop_restart_an_instance_and_show_its_state(dockyard, owner, workspace, hosted):
+    from compute.models import ComputeInstance
+
+    compute_create(user=owner, workspace=workspace, data={"name": "notebook", "type": "computeinstance"})
+    shown = dict(line.split(None, 1) for line in dockyard("compute", "show", "notebook").stdout.splitlines())
+    assert (shown["state"], shown["last_activity"], shown["desired_state"]) == ("Creating", "none seen yet", "running")
+
+    stopped = dockyard("compute", "stop", "notebook")
+    assert (stopped.exit_code, stopped.stdout) == (0, "compute/notebook stopping (now Creating)\n")
+    again = dockyard("compute", "stop", "notebook")
+    assert again.exit_code != 0 and "It is already creating (asked to stop)." in again.stderr
+
+    ComputeInstance.objects.filter(compute__name="notebook").update(state="Stopped", desired_state="stopped")
+    assert dockyard.json("compute", "start", "notebook")["desired_state"] == "running"
+    ComputeInstance.objects.filter(compute__name="notebook").update(state="Running", state_reason="")
+    assert dockyard("compute", "restart", "notebook").stdout == "compute/notebook restarting (now Running)\n"
+    ComputeInstance.objects.filter(compute__name="notebook").update(
+        state="Stopped", state_reason="idle for 30 min; last activity 14:02, kernel idle", desired_state="stopped",
+        stop_cause="idle",
+        last_activity="2026-01-05T14:02:00Z", last_activity_source="kernel idle")
+    shown = dict(line.split(None, 1) for line in dockyard("compute", "show", "notebook").stdout.splitlines())
+    assert shown["state"] == "Stopped: idle for 30 min; last activity 14:02, kernel idle"
+    assert shown["last_activity"].endswith("(kernel idle)") and "2026-01-05" in shown["last_activity"]
+    assert shown["desired_state"] == "stopped (idle)"
+
+
+def test_compute_start_of_another_type_or_a_missing_one_says_so(dockyard, owner, workspace, hosted):
+    compute_create(user=owner, workspace=workspace, data={**CPU_CLUSTER})
+    refused = dockyard("compute", "start", "cpu-cluster")
+    assert refused.exit_code != 0 and "only a compute instance can be started" in refused.stderr
+    missing = dockyard("compute", "stop", "nope")
+    assert missing.exit_code != 0 and "nope" in missing.stderr

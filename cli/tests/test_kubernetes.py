@@ -15,6 +15,7 @@ from cli.tests.support import write_yaml
 from compute import reconcile, tasks
 from compute.models import Cluster, ComputeTarget, InstanceType
 from compute.services import compute_create
+from compute.tests.factories import host
 from controlplane.kube import client as kube
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -288,6 +289,7 @@ def test_a_new_list_is_all_or_nothing_and_errors_name_the_item(dockyard, k8s, wo
 
 
 def test_apply_names_the_missing_compute_or_the_wrong_type(dockyard, owner, workspace):
+    host(workspace)  # where the instance runs
     compute_create(user=owner, workspace=workspace, data={"name": "cpu", "type": "computeinstance"})
 
     missing = dockyard("apply", "-f", str(INSTANCE_TYPE_FILE), "--compute", "nope")

@@ -177,7 +177,7 @@ schedules:
 """
 
 
-def test_computeinstance_schedules_take_windows_and_iana_time_zones(owner_api, workspace):
+def test_computeinstance_schedules_take_windows_and_iana_time_zones(owner_api, kubernetes_compute):
     body = created(owner_api, CI_SCHEDULES)
     stop, start = body["schedules"]["compute_start_stop"]
     assert (stop["trigger"]["time_zone"], stop["trigger"]["time_zone_iana"]) == ("Pacific Standard Time", "America/Los_Angeles")
@@ -185,27 +185,28 @@ def test_computeinstance_schedules_take_windows_and_iana_time_zones(owner_api, w
     assert start["trigger"]["schedule"] == {"hours": [8], "minutes": [0],
                                             "week_days": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]}
     assert (body["idle_time_before_shutdown_minutes"], body["idle_time_before_shutdown"]) == (30, "PT30M")
-    assert body["backend"].startswith("Records only: Dockyard has no compute-instance backend yet")
+    assert body["backend"] is None and body["kubernetes_compute"] == "k8s"  # it runs, on the only kubernetes compute
 
 
-def test_computeinstance_idle_time_as_an_iso_duration(owner_api, workspace):
+def test_computeinstance_idle_time_as_an_iso_duration(owner_api, kubernetes_compute):
     body = created(owner_api, CI_MINIMAL + 'idle_time_before_shutdown: "PT45M"\n')
     assert body["idle_time_before_shutdown_minutes"] == 45
 
 
-def test_computeinstance_unknown_time_zone_is_refused_at_its_field(owner_api, workspace):
+def test_computeinstance_unknown_time_zone_is_refused_at_its_field(owner_api, kubernetes_compute):
     message = refused(owner_api, CI_SCHEDULES.replace("Pacific Standard Time", "Atlantis Standard Time"),
                       "schedules.compute_start_stop.0.trigger.time_zone")
     assert "not a known time zone" in message
 
 
 @pytest.mark.parametrize("field, yaml_value, words", [
-    ("setup_scripts", "\n  startup_script:\n    path: scripts/start.sh", "Setup scripts are not supported"),
-    ("custom_applications", "\n  - name: rstudio\n    type: docker", "Custom applications are not supported"),
-    ("enable_os_patching", " true", "OS patching settings are not supported"),
-    ("ssh_settings", f"\n  ssh_key_value: {PUBLIC_KEY}", "SSH settings of a compute instance are not supported"),
+    ("setup_scripts", "\n  startup_script:\n    path: scripts/start.sh", "Setup scripts are not run"),
+    ("custom_applications", "\n  - name: rstudio\n    type: docker", "VS Code (code-server) and a terminal built in"),
+    ("enable_os_patching", " true", "patched when Dockyard's instance image is updated"),
+    ("ssh_settings", f"\n  ssh_key_value: {PUBLIC_KEY}", "SSH into a compute instance is not offered"),
+    ("ssh_public_access_enabled", " true", "open a terminal in its JupyterLab"),
 ])
-def test_computeinstance_fields_without_a_backend_are_refused_with_the_reason(owner_api, workspace, field, yaml_value, words):
+def test_computeinstance_fields_dockyard_does_not_offer_are_refused_with_the_reason(owner_api, kubernetes_compute, field, yaml_value, words):
     assert words in refused(owner_api, CI_MINIMAL + f"{field}:{yaml_value}\n", field)
 
 
@@ -266,7 +267,7 @@ def test_kubernetes_identity_is_refused_with_the_reason(owner_api, workspace):
     assert "never with an Azure managed identity" in message
 
 
-def test_work_sent_to_a_record_only_compute_is_refused_with_the_reason_not_queued(owner_api, workspace):
+def test_work_sent_to_a_compute_instance_is_refused_with_the_reason_not_queued(owner_api, kubernetes_compute):
     created(owner_api, CI_MINIMAL.replace("minimal-example-i", "cpu-cluster"))
     job = "command: echo hello\nenvironment:\n  image: python:3.11-slim\ncompute: azureml:cpu-cluster\n"
     response = owner_api.post("/api/v1/workspaces/team-a/jobs/", job, content_type="application/yaml")

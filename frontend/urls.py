@@ -10,6 +10,7 @@ from .views import (
     endpoints,
     home,
     instance_types,
+    instances,
     jobs,
     members,
     pools,
@@ -26,6 +27,9 @@ workspace_urls = [
     # Two-segment paths for creating, so that a compute may be called "new".
     path("compute/<str:name>/", compute.detail, name="compute-detail"),
     path("compute/<str:name>/delete/", compute.delete, name="compute-delete"),
+    # A compute instance's state panel (polled) and its Start / Stop / Restart.
+    path("compute/<str:name>/instance/", instances.panel, name="instance-panel"),
+    path("compute/<str:name>/instance/<str:verb>/", instances.action, name="instance-action"),
     # A Kubernetes compute's sections, before the create routes so that a compute called "new" keeps them.
     path("compute/<str:name>/status/", clusters.status, name="cluster-status"),
     path("compute/<str:name>/pool/", pools.pool, name="compute-pool"),

@@ -21,7 +21,7 @@ from controlplane.reconciling import ProvisioningState
 from workspaces.access import local_compute_allowed
 
 from .fields import BoundField, Field, as_number, errors_by_field, parse_pairs
-from .pickers import host_choices, size_rows
+from .pickers import host_choices, instance_type_suggestions, member_choices, size_rows
 from .yaml import as_yaml, pasted_document
 
 HIDDEN = "<hidden>"
@@ -52,7 +52,14 @@ SSH_HOST = (
 
 TYPE_FIELDS: dict[str, tuple[Field, ...]] = {
     ComputeType.COMPUTEINSTANCE: (
-        SIZE,
+        Field("kubernetes_compute", "Kubernetes compute", "host",
+              help="The attached Kubernetes cluster it runs on (or local, this server's sandbox, where staff allow it)."),
+        Field("instance_type", "Instance type", "suggest",
+              help="An instance type of that compute; or leave it empty and pick a VM size below (neither: the "
+                   "compute's default instance type)."),
+        replace(SIZE, kind="size_picker", initial="", help="The VM size whose vCPUs, memory and GPUs the instance gets."),
+        Field("assigned_user", "Assigned user", "member",
+              help="Only this member (and staff) can open it; owners can also start and stop it."),
         Field(
             "idle_time_before_shutdown_minutes", "Idle shutdown after (minutes)", "int",
             help="15 minutes to 3 days; empty means the instance never shuts down on its own.",
@@ -275,13 +282,16 @@ def body_yaml(compute_type: str, body: dict, secrets_set=()) -> str:
     return as_yaml(shown, text_blocks=False)
 
 
-def initial_data(compute_type: str, workspace=None) -> dict:
-    """The form's starting values; a compute cluster starts on the workspace's Kubernetes compute when it has one only."""
+def initial_data(compute_type: str, workspace=None, user=None) -> dict:
+    """The form's starting values; a compute cluster or instance starts on the workspace's Kubernetes compute when it
+    has one only, an instance is for the user filling the form."""
     data = {spec.name: spec.initial for spec in fields_for(compute_type) if spec.initial}
     if any(spec.kind == "host" for spec in fields_for(compute_type)) and workspace is not None:
         hosts = host_choices(workspace)
         if len(hosts) == 1:
             data["kubernetes_compute"] = hosts[0][0]
+    if compute_type == ComputeType.COMPUTEINSTANCE and user is not None:
+        data["assigned_user"] = user.username
     return data
 
 
@@ -298,9 +308,17 @@ def options_for(spec: Field, compute_type: str, workspace) -> tuple[list, list]:
     if spec.kind == "size":
         return size_suggestions(compute_type), []
     if spec.kind == "size_picker":
-        return [], size_rows()
+        return [], size_rows(SIZE_TARGETS[compute_type])
+    if workspace is None:
+        return [], []
     if spec.kind == "host":
-        return [], host_choices(workspace) if workspace is not None else []
+        local = [(LOCAL, "local — this server's sandbox")] if compute_type == ComputeType.COMPUTEINSTANCE and \
+            local_compute_allowed(workspace) else []
+        return [], host_choices(workspace) + local
+    if spec.kind == "member":
+        return [], member_choices(workspace)
+    if spec.kind == "suggest":
+        return instance_type_suggestions(workspace), []
     return [], []
 
 

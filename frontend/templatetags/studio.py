@@ -3,9 +3,11 @@ import json
 
 from django import template
 from django.urls import reverse
+from django.utils import timezone
 
 from assets.specs.references import InvalidReference, is_reference, parse_reference
 from compute.choices import ComputeType
+from compute.schedules import next_fire, zone_of
 from controlplane.reconciling import ProvisioningState
 from jobs.choices import JobStatus, Target
 from workspaces import selectors
@@ -160,6 +162,60 @@ def schedule_when(trigger: dict) -> str:
     if schedule.get("week_days"):
         text += " on " + ", ".join(schedule["week_days"])
     return text
+
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+WEEKEND = ("Saturday", "Sunday")
+
+
+def days_text(days: list[str]) -> str:
+    """Week days as a person says them: weekday, weekend day, day, or the names."""
+    chosen = set(days)
+    if chosen == set(WEEKDAYS):
+        return "weekday"
+    if chosen == set(WEEKEND):
+        return "weekend day"
+    if chosen == set(WEEKDAYS + WEEKEND):
+        return "day"
+    return ", ".join(day for day in WEEKDAYS + WEEKEND if day in chosen)
+
+
+def recurrence_text(trigger: dict) -> str:
+    """`every weekday at 08:00`, `every 2 weeks on Monday at 07:30`, `every day at 18:00`."""
+    interval, frequency = trigger.get("interval") or 1, trigger.get("frequency") or "day"
+    schedule = trigger.get("schedule") or {}
+    days = schedule.get("week_days") or []
+    if interval == 1:
+        text = f"every {days_text(days)}" if days else f"every {frequency}"
+    else:
+        text = f"every {interval} {frequency}s" + (f" on {days_text(days)}" if days else "")
+    times = [f"{hour:02d}:{minute:02d}" for hour in schedule.get("hours", []) for minute in schedule.get("minutes", [])]
+    return text + (" at " + ", ".join(times) if times else "")
+
+
+@register.filter
+def schedule_sentence(row: dict) -> str:
+    """A start/stop schedule as one sentence: "Starts every weekday at 08:00 Europe/Berlin"."""
+    trigger = row.get("trigger") or {}
+    verb = "Starts" if row.get("action") == "start" else "Stops"
+    zone = trigger.get("time_zone") or "UTC"
+    if trigger.get("type") == "cron":
+        return f"{verb} on the cron schedule {trigger.get('expression', '')} ({zone})"
+    disabled = " (disabled)" if str(row.get("state", "")).lower() == "disabled" else ""
+    return f"{verb} {recurrence_text(trigger)} {zone}{disabled}"
+
+
+@register.filter
+def schedule_next(row: dict) -> str:
+    """When the schedule fires next (compute.schedules.next_fire), in the schedule's time zone; "" when it never does."""
+    if str(row.get("state", "")).lower() == "disabled" or not isinstance(row.get("trigger"), dict):
+        return ""
+    try:
+        moment = next_fire(row["trigger"], timezone.now())
+        zone = zone_of(row["trigger"])
+    except (ValueError, KeyError):  # a stored trigger the firing task cannot read either: shown without its next time
+        return ""
+    return moment.astimezone(zone).strftime("%a %Y-%m-%d %H:%M") if moment else ""  # in the schedule's own zone
 
 
 COLLECTIONS = {"environment": "environments", "model": "models", "data": "data"}

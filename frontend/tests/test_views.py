@@ -229,8 +229,8 @@ def test_valid_form_creates_the_compute_in_its_tab(owner_client, workspace, host
     response = owner_client.post(f"/w/team-a/compute/new/{compute_type}/", form)
     assert response.status_code == 302, re.findall(r'invalid-feedback[^>]*>([^<]+)', text(response))
     # A Kubernetes cluster goes to its own page, which shows the attach checks as they run; a compute cluster to its
-    # own, which shows its nodes.
-    own_page = compute_type in ("kubernetes", "amlcompute")
+    # own, which shows its nodes; a compute instance to its own, which shows it settle into Running.
+    own_page = compute_type in ("kubernetes", "amlcompute", "computeinstance")
     landing = f"/w/team-a/compute/{form['name']}/" if own_page else f"/w/team-a/compute/?tab={tab}"
     assert response["Location"] == landing
     compute = ComputeTarget.objects.get(workspace=workspace, name=form["name"])
@@ -252,7 +252,7 @@ def test_form_fields_become_typed_values(owner_client, workspace, host):
     assert kube.secrets["kubeconfig"] == KUBECONFIG
 
 
-def test_schedule_row_becomes_a_recurrence(owner_client, workspace):
+def test_schedule_row_becomes_a_recurrence(owner_client, workspace, host):
     form = {**VALID_FORMS["computeinstance"][0], "schedule_action": "stop", "schedule_time": "19:30",
             "schedule_days": ["Monday", "Friday"], "schedule_time_zone": "Europe/Berlin"}
     assert owner_client.post("/w/team-a/compute/new/computeinstance/", form).status_code == 302
@@ -262,7 +262,7 @@ def test_schedule_row_becomes_a_recurrence(owner_client, workspace):
     assert schedule["trigger"]["frequency"] == "week" and schedule["trigger"]["time_zone"] == "Europe/Berlin"
 
 
-def test_a_windows_time_zone_shows_with_its_iana_name_and_the_record_says_it_runs_nothing(owner_client, workspace):
+def test_a_windows_time_zone_shows_with_its_iana_name_and_its_next_firing(owner_client, workspace, host):
     form = {**VALID_FORMS["computeinstance"][0], "schedule_action": "stop", "schedule_time": "19:30",
             "schedule_time_zone": "Pacific Standard Time"}
     assert owner_client.post("/w/team-a/compute/new/computeinstance/", form).status_code == 302
@@ -272,7 +272,9 @@ def test_a_windows_time_zone_shows_with_its_iana_name_and_the_record_says_it_run
     zone = re.search(r"<td data-time-zone>(.*?)</td>", body, re.S).group(1)
     assert "Pacific Standard Time" in zone and "(America/Los_Angeles)" in zone
     assert re.search(r"<td data-when>(.*?)</td>", body, re.S).group(1) == "every day at 19:30"
-    assert "Records only: Dockyard has no compute-instance backend yet" in re.search(r"data-backend>(.*?)</div>", body, re.S).group(1)
+    sentence = re.search(r"<td data-sentence>(.*?)</td>", body, re.S).group(1)
+    assert sentence.startswith("Stops every day at 19:30 Pacific Standard Time") and "next: " in sentence
+    assert "data-backend" not in body  # compute instances run: no "records only" note
 
 
 def test_a_stored_nested_secret_shows_hidden_in_its_mapping_of_the_yaml():
@@ -344,7 +346,7 @@ def test_size_suggestions_follow_the_catalog(owner_client, workspace):
     assert 'value="Standard_FX4mds"' in cluster and 'value="Standard_FX4mds"' not in instance
     for retired in ("Standard_NC6", "Standard_NV6", "Standard_HB60rs", "Standard_A2"):
         assert f'value="{retired}"' not in cluster and f'value="{retired}"' not in instance
-    assert 'value="Standard_NC6s_v3"' in instance and "Volta" in instance
+    assert 'value="Standard_NC6s_v3"' in instance and "1 × NVIDIA V100" in instance  # the instance form's size picker
 
 
 def test_yaml_preview_is_the_api_body_without_secrets(owner_client, workspace):

@@ -13,7 +13,7 @@ from compute.serializers import SERIALIZERS
 from controlplane.reconciling import ProvisioningState
 
 from ..forms import compute as compute_form
-from . import clusters, pools
+from . import clusters, instances, pools
 from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
 
 TAB_LABELS = {
@@ -63,6 +63,10 @@ def hub(request, ws):
         computes=selectors.compute_list(workspace=context["workspace"], types=STUDIO_TABS[tab]), new_types=type_choices(tab),
         tabs=[(key, label, sum(counts.get(t, 0) for t in STUDIO_TABS[key])) for key, label in TAB_LABELS.items()],
     )
+    if tab == "instances":
+        computes = context["computes"].select_related("workspace", "instance__assigned_user")
+        context["instance_views"] = instances.instance_views(request.user, computes)
+        context["poll_seconds"] = instances.POLL_SECONDS if any(view.transitional for view in context["instance_views"]) else None
     template = "frontend/compute/_list.html" if request.htmx else "frontend/compute/hub.html"
     return render(request, template, context)
 
@@ -94,7 +98,7 @@ def create(request, ws, compute_type):
     context = workspace_page(request, ws)
     require(request.user, context["workspace"], "manage")
     compute_type = known_type(compute_type)
-    data, errors, files = compute_form.initial_data(compute_type, context["workspace"]), [], {}
+    data, errors, files = compute_form.initial_data(compute_type, context["workspace"], request.user), [], {}
     if request.method == "POST":
         data, files = request.POST, request.FILES
         body, errors = compute_form.compute_body(compute_type, request.POST, request.FILES)
@@ -111,8 +115,8 @@ def create(request, ws, compute_type):
     return render(request, "frontend/compute/create.html", context)
 
 
-# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes.
-OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE)
+# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes, an instance's state.
+OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE, ComputeType.COMPUTEINSTANCE)
 
 
 def created(request, compute: ComputeTarget):
@@ -187,6 +191,8 @@ def detail(request, ws, name):
         return clusters.page(request, context, compute, "overview")
     if compute.type == ComputeType.AMLCOMPUTE:
         context.update(pools.pool_context(compute))
+    if compute.type == ComputeType.COMPUTEINSTANCE:
+        context = instances.panel_context(request, context, instances.instance_or_404(context["workspace"], name))
     return render(request, "frontend/compute/detail.html", context)
 
 

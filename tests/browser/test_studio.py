@@ -66,27 +66,10 @@ def test_studio_flow(transactional_db, django_user_model, eager_reconcile, page,
     expect(page.get_by_label("Role of bob")).to_have_value("contributor")
     screenshot(page, "04-members")
 
-    # A compute instance, from the centred Create button of the empty tab
-    page.locator(".sidenav").get_by_role("link", name="Compute").click()
-    page.get_by_role("link", name="Create").click()
-    page.get_by_label("Compute name").fill("ci-dev")
-    page.get_by_label("Virtual machine size").fill("Standard_NC6s_v3")
-    page.get_by_label("Idle shutdown after (minutes)").fill("60")
-    page.get_by_label("Schedule action").select_option("stop")
-    page.get_by_label("Time", exact=True).fill("19:30")
-    page.get_by_label("Time zone").fill("Pacific Standard Time")  # a Windows name, as Azure ML's list has it
-    for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"):
-        page.locator(f"label[for=id_schedule_{day}]").click()
-    expect(page.locator("#yaml-preview")).to_contain_text("week_days:")
-    expect(page.locator("#yaml-preview")).to_contain_text("name: ci-dev")
-    screenshot(page, "05-create-instance")
-    page.get_by_role("button", name="Create", exact=True).click()
-    expect(page.locator('tr[data-compute="ci-dev"]')).to_be_visible()
-
     # The compute-cluster form refuses at the field (a cluster needs a Kubernetes compute to live on, so it is created
     # in test_compute_clusters_studio.py, which has one)
+    page.locator(".sidenav").get_by_role("link", name="Compute").click()
     open_tab(page, "Compute clusters")
-    expect(page.locator('tr[data-compute="ci-dev"]')).to_have_count(0)
     page.get_by_role("link", name="Create").click()
     page.get_by_label("Compute name").fill("cpu-cluster")
     page.get_by_label("Virtual machine tier").select_option("low_priority")
@@ -125,13 +108,30 @@ def test_studio_flow(transactional_db, django_user_model, eager_reconcile, page,
     expect(page.locator('tr[data-compute="k8s-prod"]')).to_be_visible()
     screenshot(page, "09-kubernetes-tab")
 
-    # Each managed record settled (reconcile ran after commit); Kubernetes waits for its connectivity check
+    # A compute instance on the attached cluster, from the centred Create button of the empty tab; it lands on its page
     open_tab(page, "Compute instances")
-    expect(page.locator('tr[data-compute="ci-dev"] [data-state="Succeeded"]')).to_be_visible()
-    screenshot(page, "10-instances-tab")
-    page.get_by_role("link", name="ci-dev").click()
+    page.get_by_role("link", name="Create").click()
+    page.get_by_label("Compute name").fill("ci-dev")
+    expect(page.get_by_label("Kubernetes compute")).to_have_value("k8s-prod")  # the workspace's only one
+    expect(page.get_by_label("Assigned user")).to_have_value("olivia")
+    page.get_by_label("Standard_NC6s_v3").check()
+    page.get_by_label("Idle shutdown after (minutes)").fill("60")
+    page.get_by_label("Schedule action").select_option("stop")
+    page.get_by_label("Time", exact=True).fill("19:30")
+    page.get_by_label("Time zone").fill("Pacific Standard Time")  # a Windows name, as Azure ML's list has it
+    for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"):
+        page.locator(f"label[for=id_schedule_{day}]").click()
+    expect(page.locator("#yaml-preview")).to_contain_text("week_days:")
+    expect(page.locator("#yaml-preview")).to_contain_text("name: ci-dev")
+    screenshot(page, "05-create-instance")
+    page.get_by_role("button", name="Create", exact=True).click()
+    expect(page.get_by_role("heading", name="ci-dev")).to_be_visible()
     expect(page.locator("[data-time-zone]")).to_contain_text("Pacific Standard Time (America/Los_Angeles)")
+    expect(page.locator("[data-sentence]")).to_contain_text("Stops every weekday at 19:30 Pacific Standard Time")
     screenshot(page, "12b-instance-details")
+    page.locator(".crumbs").get_by_role("link", name="Compute instances").click()
+    expect(page.locator('tr[data-compute="ci-dev"] [data-state]')).to_be_visible()  # whatever the unreachable cluster allows
+    screenshot(page, "10-instances-tab")
 
     page.locator(".sidenav").get_by_role("link", name="Events").click()
     expect(page.locator("tr[data-event]")).to_have_count(5)

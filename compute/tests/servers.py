@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+import uvicorn
 
 from tests.e2e_support import wait_for
 
@@ -95,3 +96,21 @@ def code_server_health() -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), CodeServerHealth)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+class Web:
+    """uvicorn serving controlplane.asgi's application on a free loopback port, in a thread."""
+
+    def __init__(self):
+        from controlplane.asgi import application
+
+        self.port = free_port()
+        config = uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_for(lambda: self.server.started, 20, 0.05, "uvicorn's start")
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(20)

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -29,13 +28,12 @@ from compute.choices import ComputeType, InstanceState
 from compute.instance_proxy import access
 from compute.models import ComputeInstance, ComputeTarget
 from compute.services import compute_create
-from tests.e2e_support import wait_for
 from tests.fake_kube.server import ADMIN_TOKEN
 from workspaces.choices import Role
 from workspaces.models import Membership
 from workspaces.services import workspace_create
 
-from .servers import BASE, KERNEL_PROTOCOL, NAMESPACE, ORIGIN, TOKEN, Jupyter, free_port
+from .servers import BASE, KERNEL_PROTOCOL, NAMESPACE, ORIGIN, TOKEN, Jupyter, Web
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -378,24 +376,6 @@ def test_a_local_instance_without_a_server_is_503(people, monkeypatch):
 
 
 # WebSockets through uvicorn
-
-
-class Web:
-    """uvicorn serving controlplane.asgi's application on a free loopback port, in a thread."""
-
-    def __init__(self):
-        from controlplane.asgi import application
-
-        self.port = free_port()
-        config = uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        wait_for(lambda: self.server.started, 20, 0.05, "uvicorn's start")
-
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(20)
 
 
 @pytest.fixture

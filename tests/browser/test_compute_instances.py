@@ -4,7 +4,12 @@ settling from Starting to Running by polling, and the open-JupyterLab flow throu
 The reconcile is held back in the first two tests: the test plays its part and writes the run state (the contract the
 instance reconcile writes), and the pages, polling, show each change without a reload.
 """
+import json
+import secrets
+import shutil
+import tempfile
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -12,10 +17,15 @@ from playwright.sync_api import expect
 
 from compute import tasks
 from compute.choices import DesiredState, InstanceState, StopCause
+from compute.idle import verdict
 from compute.models import ComputeInstance, ComputeTarget
+from compute.reconcile.probes import probe_local
+from compute.runners import notebooks, unix_http
+from compute.tests.servers import Web
 from controlplane.reconciling import ProvisioningState
+from tests.e2e_support import wait_for
 from workspaces.choices import Role
-from workspaces.models import Membership
+from workspaces.models import Membership, Workspace
 from workspaces.services import workspace_create
 
 from .conftest import sign_in
@@ -129,18 +139,73 @@ def test_the_details_page_settles_by_polling(team, page, screenshot):
     shot(page, screenshot, "i14-instance-details-stopped-idle")
 
 
-@pytest.mark.skip(reason="needs i14-proxy (the ASGI proxy at /instances/…) served by uvicorn beside a real jupyter-server "
-                         "(i14-local's sandbox or the fake's service proxy); neither was on a branch when this test was "
-                         "written. The proxy's own tests cover 403 for a non-assigned member.")
-def test_open_jupyterlab_from_the_tab(team, page, screenshot):
+@pytest.fixture
+def lab(transactional_db, django_user_model, settings):
+    """Dana's running local instance `dana-lab`: a real JupyterLab in the sandbox (the local runner), and Dockyard's
+    ASGI app (studio and proxy) served by uvicorn, as production serves it."""
+    folder = Path(tempfile.mkdtemp(prefix="dy-"))  # a socket address holds 108 bytes: a short folder
+    settings.DOCKYARD_INSTANCE_DIR = folder
+    settings.DOCKYARD_LOCAL_COMPUTE = True
+    owner = django_user_model.objects.create_user(username="olivia", password="correct-horse-battery")
+    dana = django_user_model.objects.create_user(username="dana", password="correct-horse-battery")
+    workspace = workspace_create(user=owner, name="vision", display_name="Vision team")
+    Workspace.objects.filter(pk=workspace.pk).update(local_compute_enabled=True)
+    Membership.objects.create(workspace=workspace, user=dana, role=Role.CONTRIBUTOR)
+    compute = instance(workspace, owner, "dana-lab", dana, InstanceState.RUNNING,
+                       properties={"kubernetes_compute": "local", "idle_time_before_shutdown_minutes": None})
+    compute.secrets = {"token": secrets.token_urlsafe(32)}
+    compute.save()
+    notebooks.start(compute, compute.secrets["token"])
+    headers = {"Authorization": f"token {compute.secrets['token']}"}
+    wait_for(lambda: notebooks.local_instance_socket(compute) and unix_http.request(
+        notebooks.local_instance_socket(compute), "GET", f"{notebooks.base_url(compute)}api/status", None, headers,
+        5)[0] == 200, 120, 0.5, "JupyterLab's start")
+    web = Web()
+    try:
+        yield f"http://127.0.0.1:{web.port}"
+    finally:
+        web.stop()
+        notebooks.delete(compute)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_open_jupyterlab_from_the_tab(lab, chromium, screenshot):
     """Click JupyterLab on a running instance: a new tab opens at /instances/<ws>/<name>/jupyter/lab and JupyterLab
-    renders; another member sees no link and the proxy answers 403."""
-    sign_in(page, "dana")
-    page.goto("/w/vision/compute/?tab=instances")
-    with page.context.expect_page() as opened:
-        page.locator('tr[data-compute="dana-box"]').get_by_role("link", name="JupyterLab").click()
-    lab = opened.value
-    lab.wait_for_load_state()
-    assert lab.url.endswith("/instances/vision/dana-box/jupyter/lab")
-    expect(lab.locator("#jp-main-dock-panel")).to_be_visible(timeout=60_000)
-    shot(lab, screenshot, "i14-open-jupyterlab")
+    renders through Dockyard's proxy; another member sees no link and the proxy answers 403."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=lab)
+    try:
+        page = context.new_page()
+        sign_in(page, "dana")
+        page.goto("/w/vision/compute/?tab=instances")
+        with context.expect_page() as opened:
+            page.locator('tr[data-compute="dana-lab"]').get_by_role("link", name="JupyterLab").click()
+        tab = opened.value
+        tab.wait_for_load_state()
+        assert "/instances/vision/dana-lab/jupyter/lab" in tab.url and "token" not in tab.url
+        expect(tab.locator("#jp-main-dock-panel")).to_be_visible(timeout=90_000)
+        expect(tab.locator(".jp-LauncherCard").first).to_be_visible(timeout=60_000)
+        shot(tab, screenshot, "i14-open-jupyterlab")
+        # The open, unused tab polls Jupyter's API: /api/status's last_activity follows it, the probes' verdict (kernels
+        # and terminals) sees nothing, so a forgotten tab does not keep the instance up (docs/compute-instances.md)
+        compute = ComputeTarget.objects.get(name="dana-lab")
+        token, socket_path = compute.secrets["token"], notebooks.local_instance_socket(compute)
+
+        def api_activity() -> str:
+            return json.loads(unix_http.request(socket_path, "GET", f"{notebooks.base_url(compute)}api/status", None,
+                                                {"Authorization": f"token {token}"}, 5)[2])["last_activity"]
+
+        first = api_activity()
+        wait_for(lambda: api_activity() > first, 90, 1, "the tab's next poll")
+        probes = probe_local(socket_path, notebooks.base_url(compute), token)
+        assert probes[0].ok and verdict(probes, timedelta(minutes=15), timezone.now(), timezone.now()).last_activity is None
+    finally:
+        context.close()
+    other = chromium.new_context(base_url=lab)
+    try:
+        page = other.new_page()
+        sign_in(page, "olivia")  # the workspace's owner, not the instance's user
+        page.goto("/w/vision/compute/?tab=instances")
+        expect(page.locator('tr[data-compute="dana-lab"]').get_by_role("link", name="JupyterLab")).to_have_count(0)
+        assert page.goto("/instances/vision/dana-lab/jupyter/lab").status == 403
+    finally:
+        other.close()

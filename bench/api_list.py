@@ -54,7 +54,7 @@ BODIES = [
     {"type": "kubernetes", "kubeconfig": KUBECONFIG, "namespace": "ml", "node_selector": {"pool": "gpu"}},
     {"type": "amlcompute", "size": "Standard_DS3_v2", "max_instances": 4, "tags": {"team": "vision"},
      "kubernetes_compute": "kubernet-0"},  # the first body makes it
-    {"type": "computeinstance", "idle_time_before_shutdown_minutes": 30,
+    {"type": "computeinstance", "idle_time_before_shutdown_minutes": 30, "kubernetes_compute": "kubernet-0",
      "schedules": {"compute_start_stop": [{"action": "stop", "trigger": {"type": "cron", "expression": "0 20 * * *"}}]}},
     {"type": "virtualmachine", "address": "10.0.0.5", "admin_username": "azureuser", "admin_password": "pw-123456"},
     {"type": "hdinsight", "address": "hdi.example.com", "admin_username": "sshuser", "ssh_private_key": KEY},

@@ -102,7 +102,8 @@ def test_configure_shows_settings_without_the_token(dockyard, config_file):
 
 def test_workspace_comes_from_flag_then_environment_then_default(dockyard, owner, monkeypatch):
     team_b = workspace_create(user=owner, name="team-b")
-    compute_create(user=owner, workspace=team_b, data={"name": "only-in-b", "type": "computeinstance"})
+    compute_create(user=owner, workspace=team_b, data={"name": "only-in-b", "type": "databricks", "workspace_url": "https://adb-1.azuredatabricks.net",
+                                                        "access_token": "dapi1"})
     monkeypatch.delenv("DOCKYARD_WORKSPACE")
     assert dockyard("configure", "--defaults", "workspace=team-b").exit_code == 0
 

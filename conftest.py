@@ -119,3 +119,21 @@ def planted(settings):
     path.write_text(secret + "\n")
     yield path, secret
     path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def sshd():
+    """A real OpenSSH server on a free loopback port (tests/sshd.py), shared by the session's tests; skipped with the
+    reason where OpenSSH is not installed, unless DOCKYARD_REQUIRE_SSHD says it must be (CI)."""
+    import os
+
+    from tests import sshd as server
+
+    why = server.available()
+    if why:
+        if os.environ.get("DOCKYARD_REQUIRE_SSHD"):
+            pytest.fail(why)
+        pytest.skip(why)
+    running = server.start_sshd()
+    yield running
+    running.stop()

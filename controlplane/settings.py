@@ -252,6 +252,10 @@ DOCKYARD_KUBE_QPS = float(os.environ.get("DOCKYARD_KUBE_QPS", "20"))
 DOCKYARD_KUBE_BURST = int(os.environ.get("DOCKYARD_KUBE_BURST", "40"))
 # How often an attached cluster's checks (reachable, namespace, rights, CRD) are repeated when it is healthy.
 DOCKYARD_CLUSTER_CHECK_SECONDS = int(os.environ.get("DOCKYARD_CLUSTER_CHECK_SECONDS", "300"))
+# Attached VMs: where jobs live on the host, relative to the SSH user's home (one folder per job record), and how
+# often a running job is looked at over SSH (status and new log bytes in one command).
+DOCKYARD_SSH_JOBS_DIR = os.environ.get("DOCKYARD_SSH_JOBS_DIR", ".dockyard/jobs")
+DOCKYARD_SSH_LOOK_SECONDS = float(os.environ.get("DOCKYARD_SSH_LOOK_SECONDS", "2"))
 # How often artifact storage is collected (assets/collect.py): abandoned uploads, unnamed snapshots, unlisted blobs.
 DOCKYARD_ARTIFACT_COLLECT_SECONDS = int(os.environ.get("DOCKYARD_ARTIFACT_COLLECT_SECONDS", "3600"))
 # How often compute clusters' node pools are observed (node counts, idle nodes, autoscaler refusals, drift); only
@@ -388,7 +392,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # httpx logs each request's URL at INFO: the browser proxy's upstream URLs carry a compute instance's token
     # (?token=, the only way through the API server), which must not reach a log.
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
+                "asyncssh": {"level": "WARNING"}},
 }
 
 # Local jobs: one folder per job (log, pid, exit code, working directory) on the worker's host.

@@ -25,6 +25,7 @@ class Target(models.TextChoices):
     LOCAL = "local"
     KUBERNETES = "kubernetes"
     SERVERLESS = "serverless"
+    SSH = "ssh"  # an attached VM (virtualmachine compute), over SSH
 
 
 class DistributionType(models.TextChoices):

@@ -16,6 +16,7 @@ from ..models import Cluster, ComputeTarget
 from . import local_instances
 from .clusters import delete_compute_cluster, reconcile_compute_cluster
 from .instances import delete_compute_instance, reconcile_compute_instance
+from .vms import reconcile_virtual_machine
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ REQUIRED_ACCESS = [
     ("delete", "", "secrets", True),
 ]
 CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
+SSH_TYPES = (ComputeType.VIRTUALMACHINE, ComputeType.HDINSIGHT)  # hosts Dockyard logs in to over SSH
 
 
 def reconcile_compute(compute: ComputeTarget) -> None:
@@ -52,6 +54,8 @@ def reconcile_compute(compute: ComputeTarget) -> None:
         reconcile_compute_cluster(compute)
     elif on_cluster(compute):
         reconcile_compute_instance(compute)
+    elif compute.type in SSH_TYPES:
+        reconcile_virtual_machine(compute)
     else:
         # Managed and attached types are records until their runners arrive: nothing outside the database yet.
         record_status(compute, ProvisioningState.SUCCEEDED, [])

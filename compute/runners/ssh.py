@@ -1,0 +1,267 @@
+"""SSH to attached hosts, for synchronous callers (Celery tasks): asyncssh on an event loop of the session's own.
+
+Why asyncssh: one dependency beyond `cryptography` (already ours), host keys given as data (no known_hosts file on
+the worker), no reading of the worker's ~/.ssh (config, agent, default keys are all turned off here), keepalives,
+SFTP and timeouts on every call. Every connection checks the address first (controlplane.addresses: no loopback
+unless allowed, no link-local or metadata addresses) and connects to the address it checked; the host key is pinned
+once recorded. Errors are Dockyard's own sentences: nothing the remote side says is repeated in them.
+"""
+import asyncio
+import base64
+import hashlib
+import socket
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import asyncssh
+
+from controlplane import addresses
+
+CONNECT_TIMEOUT = 10.0  # seconds to reach the host and log in
+COMMAND_TIMEOUT = 60.0  # seconds any one remote command may take unless the caller says otherwise
+KEEPALIVE = 15.0  # seconds between keepalives; three unanswered ones end the connection
+
+
+@dataclass(frozen=True)
+class SshHost:
+    """Where and as whom to connect; `host_key` is the pinned OpenSSH public key line ("" before first contact)."""
+
+    address: str
+    port: int
+    username: str
+    password: str = ""  # used only when the admin gave one (password auth is their choice)
+    private_key: str = ""
+    host_key: str = ""
+
+    @classmethod
+    def of_record(cls, properties: dict, secrets: dict) -> "SshHost":
+        """From an attached VM's (or HDInsight's) properties and decrypted secrets, as compute/spec/attached.py keeps
+        them; the pinned key is properties["host_key"]."""
+        return cls(
+            address=properties.get("address", ""), port=int(properties.get("ssh_port") or 22),
+            username=properties.get("admin_username", ""), password=secrets.get("admin_password", ""),
+            private_key=secrets.get("ssh_private_key", ""), host_key=properties.get("host_key", ""),
+        )
+
+    @property
+    def where(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{host}:{self.port}"
+
+
+class SshError(Exception):
+    """A failure said in Dockyard's words; `transient` ones are retried (the host may come back)."""
+
+    code = "SshError"
+    transient = True
+
+
+class Unreachable(SshError):
+    code = "Unreachable"
+
+
+class Refused(SshError):
+    """The address, the credentials or the key material are not usable: retrying will not help."""
+
+    code = "Refused"
+    transient = False
+
+
+class AuthRefused(Refused):
+    code = "AuthenticationFailed"
+
+
+class HostKeyChanged(Refused):
+    """The host presented a key other than the pinned one: never accepted silently."""
+
+    code = "HostKeyChanged"
+
+    def __init__(self, message: str, presented: str = ""):
+        super().__init__(message)
+        self.presented = presented
+
+
+@dataclass(frozen=True)
+class Result:
+    """A remote command's exit status and output (bytes)."""
+
+    exit_status: int | None
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+
+def fingerprint(key_line: str) -> str:
+    """OpenSSH's SHA256 fingerprint of a public key line ("ssh-ed25519 AAAA… [comment]")."""
+    parts = key_line.split()
+    blob = base64.b64decode(parts[1]) if len(parts) > 1 else b""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def _target(host: SshHost) -> str:
+    """The checked address to connect to (the name is not looked up again: DNS rebinding)."""
+    try:
+        return str(addresses.checked_addresses(host.address, host.port)[0])
+    except addresses.AddressRefused as exc:
+        raise Refused(str(exc)) from None
+    except (socket.gaierror, UnicodeError):
+        raise Unreachable(f"The host name {host.address} does not resolve.") from None
+
+
+def _key_line(key: asyncssh.SSHKey) -> str:
+    return key.export_public_key("openssh").decode().split("\n")[0].strip()
+
+
+def _client_keys(host: SshHost) -> list:
+    if not host.private_key:
+        return []
+    try:
+        return [asyncssh.import_private_key(host.private_key)]
+    except asyncssh.KeyImportError:
+        raise Refused("The private key could not be read (is it passphrase-protected? Dockyard needs a key without "
+                      "a passphrase).") from None
+
+
+def _known_hosts(host: SshHost):
+    try:
+        return ([asyncssh.import_public_key(host.host_key)], [], [])
+    except (asyncssh.KeyImportError, ValueError):
+        raise Refused("The recorded host key cannot be read; record it again.") from None
+
+
+def _options(host: SshHost) -> dict:
+    keys = _client_keys(host)
+    auth = ["publickey"] if keys else []
+    if host.password:
+        auth += ["keyboard-interactive", "password"]
+    return dict(
+        port=host.port, username=host.username, client_keys=keys, password=host.password or None,
+        preferred_auth=auth or ["none"], known_hosts=_known_hosts(host), agent_path=None, config=[],
+        connect_timeout=CONNECT_TIMEOUT, login_timeout=CONNECT_TIMEOUT, keepalive_interval=KEEPALIVE,
+        keepalive_count_max=3, ignore_encrypted=True, x509_trusted_certs=None, kbdint_auth=bool(host.password),
+    )
+
+
+async def _scan(address: str, port: int, algorithms: tuple[str, ...] = ()) -> str:
+    asked = {"server_host_key_algs": list(algorithms)} if algorithms else {}
+    key = await asyncio.wait_for(asyncssh.get_server_host_key(address, port, config=[], **asked), CONNECT_TIMEOUT)
+    if key is None:
+        raise Unreachable("The host did not present a host key.")
+    return _key_line(key)
+
+
+def _said(exc: BaseException, host: SshHost) -> SshError:
+    """A connection failure in Dockyard's words (the remote side's own text is never repeated)."""
+    if isinstance(exc, SshError):
+        return exc
+    if isinstance(exc, asyncssh.PermissionDenied):
+        how = "password" if host.password and not host.private_key else "key"
+        return AuthRefused(f"The host at {host.where} refused user '{host.username}' with the {how} given.")
+    if isinstance(exc, TimeoutError):
+        return Unreachable(f"The host at {host.where} did not answer in time.")
+    if isinstance(exc, ConnectionRefusedError):
+        return Unreachable(f"The host at {host.where} refused the connection (is sshd running on that port?).")
+    return Unreachable(f"The connection to {host.where} failed ({type(exc).__name__}).")
+
+
+CONNECTION_ERRORS = (OSError, asyncssh.Error, TimeoutError, SshError)
+
+
+def scan_host_key(address: str, port: int) -> str:
+    """The host key the SSH server at `address:port` presents now, as an OpenSSH public key line."""
+    host = SshHost(address, port, "")
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(_scan(_target(host), port))
+    except CONNECTION_ERRORS as exc:
+        raise _said(exc, host) from None
+    finally:
+        loop.close()
+
+
+class Session:
+    """One logged-in connection; every call blocks until done (or its timeout)."""
+
+    def __init__(self, host: SshHost, loop: asyncio.AbstractEventLoop, connection: asyncssh.SSHClientConnection):
+        self.host, self._loop, self._connection = host, loop, connection
+
+    def _call(self, coroutine, timeout: float):
+        try:
+            return self._loop.run_until_complete(asyncio.wait_for(coroutine, timeout))
+        except TimeoutError:
+            raise Unreachable(f"A command on {self.host.where} did not finish within {timeout:.0f} s.") from None
+        except (OSError, asyncssh.Error) as exc:
+            raise Unreachable(f"The connection to {self.host.where} was lost ({type(exc).__name__}).") from None
+
+    def run(self, command: str, stdin: bytes | str | None = None, timeout: float = COMMAND_TIMEOUT) -> Result:
+        """Run `command` by the remote user's shell; stdin as given (bytes or text)."""
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        done = self._call(self._connection.run(command, input=data, encoding=None, check=False), timeout)
+        return Result(done.exit_status, done.stdout or b"", done.stderr or b"")
+
+    def put(self, local_paths: list[str], remote_dir: str, timeout: float = 600.0) -> None:
+        """Copy files and folders (recursively) into an existing remote folder over SFTP."""
+        async def put():
+            async with self._connection.start_sftp_client() as sftp:
+                await sftp.put(local_paths, remote_dir, recurse=True, preserve=False)
+        self._call(put(), timeout)
+
+    def get(self, remote_paths: list[str], local_dir: str, timeout: float = 600.0) -> None:
+        """Copy remote files and folders (recursively) into an existing local folder over SFTP."""
+        async def get():
+            async with self._connection.start_sftp_client() as sftp:
+                await sftp.get(remote_paths, local_dir, recurse=True, preserve=False)
+        self._call(get(), timeout)
+
+    def close(self) -> None:
+        self._connection.close()
+        try:
+            self._loop.run_until_complete(asyncio.wait_for(self._connection.wait_closed(), 5))
+        except (TimeoutError, OSError, asyncssh.Error):
+            pass
+
+
+def _host_key_check(host: SshHost, target: str, loop: asyncio.AbstractEventLoop) -> None:
+    """After a refused key: say which key the host presents now (the pinned one was not it)."""
+    pinned = host.host_key.split()[0]
+    try:
+        presented = loop.run_until_complete(_scan(target, host.port, (pinned,)))
+    except CONNECTION_ERRORS:
+        presented = ""
+    if presented and fingerprint(presented) == fingerprint(host.host_key):
+        return
+    shown = f"{fingerprint(presented)}" if presented else "another key"
+    raise HostKeyChanged(f"The host at {host.where} presented host key {shown}, not the recorded "
+                         f"{fingerprint(host.host_key)}. Dockyard does not connect until an admin records the new key "
+                         "(if the host was reinstalled, confirm its new fingerprint).", presented)
+
+
+@contextmanager
+def session(host: SshHost):
+    """A logged-in Session to `host` (address checked, host key pinned); closed on exit."""
+    if not host.host_key:
+        raise Refused("No host key is recorded for this host yet; it is recorded on first contact.")
+    options = _options(host)
+    target = _target(host)
+    loop = asyncio.new_event_loop()
+    try:
+        try:
+            connection = loop.run_until_complete(asyncssh.connect(target, **options))
+        except asyncssh.HostKeyNotVerifiable:
+            _host_key_check(host, target, loop)
+            raise Unreachable(f"The host at {host.where} could not be verified.") from None
+        except CONNECTION_ERRORS as exc:
+            raise _said(exc, host) from None
+        live = Session(host, loop, connection)
+        try:
+            yield live
+        finally:
+            live.close()
+    finally:
+        loop.close()

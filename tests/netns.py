@@ -18,6 +18,7 @@ import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests import sshd as sshd_module
 
@@ -57,13 +58,12 @@ def missing_package(reason: str) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, killed but not yet reaped, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 def _kill_inside(name: str) -> None:
@@ -81,8 +81,25 @@ def _kill_inside(name: str) -> None:
         time.sleep(0.05)
 
 
+def _sshd_folders(name: str) -> set[Path]:
+    """The folders (keys, logs) of the test sshd running inside: a killed run left them behind."""
+    folders = set()
+    for pid in _ip("netns", "pids", name, check=False).stdout.split():
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        # sshd rewrites its process title into one line: "sshd: /usr/sbin/sshd … -o HostKey=/tmp/dy-sshd-…/host_key …"
+        for folder in re.findall(r"HostKey=(\S*/dy-sshd-[^/\s]+)/host_key", command):
+            folders.add(Path(folder))
+    return folders
+
+
 def _remove(name: str, host_veth: str, subnet: str = "") -> None:
+    folders = _sshd_folders(name)
     _kill_inside(name)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
     _ip("link", "del", host_veth, check=False)  # deleting one end deletes the pair
     _ip("netns", "del", name, check=False)
     if subnet:

@@ -3,8 +3,11 @@ import errno
 import os
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests import netns
 
@@ -78,26 +81,22 @@ def test_the_host_side_drop_refuses_at_once_and_leaks_nothing_to_the_default_gat
 
 
 def test_the_namespaces_of_a_killed_run_are_removed_by_the_next():
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    suffix = "5ca1ed"
-    name, host_veth = f"dy-{gone.pid}-{suffix}", f"dy{suffix}h"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    subprocess.run(["ip", "link", "add", host_veth, "type", "veth", "peer", "name", f"dy{suffix}i", "netns", name],
-                   check=True)
-    left = subprocess.Popen(["ip", "netns", "exec", name, "sleep", "300"])
-    subprocess.run(["ip", "route", "add", "unreachable", "10.207.255.252/30", "metric", netns.FALLBACK_METRIC],
-                   check=True)
+    run = subprocess.Popen(
+        [sys.executable, "-c", "import time\nfrom tests import netns\nwith netns.netns_host() as space:\n"
+         "    print(space.name, space.host_veth, space.subnet, space.sshd.folder, space.sshd.process.pid, flush=True)\n"
+         "    time.sleep(120)\n"],
+        cwd=settings.BASE_DIR, stdout=subprocess.PIPE, text=True)
+    name, host_veth, subnet, folder, sshd_pid = run.stdout.readline().split()
+    run.kill()  # SIGKILL: no teardown runs
+    run.wait()
     ours = netns.create()  # a live run's namespace stays
     try:
+        assert name in namespaces() and Path(folder).exists()
         assert name in netns.clean_stale()
-        left.wait(5)
         assert name not in namespaces() and not link_exists(host_veth)
-        assert ours.name in namespaces()
+        assert not alive(int(sshd_pid)) and not Path(folder).exists()
         routes = subprocess.run(["ip", "route", "show", "type", "unreachable"], capture_output=True, text=True).stdout
-        assert "10.207.255.252/30" not in routes and ours.subnet in routes
+        assert subnet not in routes and ours.subnet in routes
+        assert ours.name in namespaces()
     finally:
         ours.remove()
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
-        subprocess.run(["ip", "link", "del", host_veth], capture_output=True)
-        subprocess.run(["ip", "route", "del", "unreachable", "10.207.255.252/30"], capture_output=True)

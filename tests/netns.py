@@ -176,6 +176,14 @@ class Netns:
         self.sshd = sshd_module.start_sshd(address=self.address, port=22, prefix=self.exec_prefix())
         return self.sshd
 
+    def record(self, pinned: bool = True) -> tuple[dict, dict]:
+        """(properties, secrets) of a `virtualmachine` compute attached to this host, as compute/spec/attached.py
+        keeps them; `pinned` puts the host key in properties["host_key"] (confirmed)."""
+        properties = {"address": self.address, "ssh_port": 22, "admin_username": self.sshd.username}
+        if pinned:
+            properties["host_key"] = self.sshd.host_key
+        return properties, {"ssh_private_key": self.sshd.private_key}
+
     def drop(self, host_side: bool = False) -> None:
         """The link goes down: nothing crosses in either direction until `restore`.
 

@@ -26,8 +26,7 @@ def no_loopback(settings):
 
 
 def host_of(space) -> ssh.SshHost:
-    server = space.sshd
-    return ssh.SshHost(space.address, 22, server.username, private_key=server.private_key, host_key=server.host_key)
+    return ssh.SshHost.of_record(*space.record())
 
 
 def lines_of(space, name: str) -> int:
@@ -103,7 +102,7 @@ def test_a_detached_process_outlives_a_dropped_link_and_is_read_after(netns_host
 
             # A new session: the route is gone with the link, refused at once.
             refused, took = timed(lambda: login(host))
-            print(f"new session over a dropped link: {type(refused).__name__} after {took:.1f} s")
+            print(f"new session over a dropped link: {type(refused).__name__} after {took:.1f} s ({refused})")
             assert isinstance(refused, ssh.Unreachable), refused
             assert took < ssh.CONNECT_TIMEOUT + 5
 

@@ -105,6 +105,9 @@ def test_a_detached_process_outlives_a_dropped_link_and_is_read_after(netns_host
             print(f"new session over a dropped link: {type(refused).__name__} after {took:.1f} s ({refused})")
             assert isinstance(refused, ssh.Unreachable), refused
             assert took < ssh.CONNECT_TIMEOUT + 5
+            if took < ssh.CONNECT_TIMEOUT:  # ARP gave up first (else the connect timeout ended it)
+                assert str(refused) == (f"There is no route to the host at {netns_host.address}:22 (is it up, and on "
+                                        "a network this worker reaches?).")
 
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -116,6 +119,16 @@ def test_a_detached_process_outlives_a_dropped_link_and_is_read_after(netns_host
     assert counted == ["200", "200"]  # every line, in order, with nobody connected for part of it
     with ssh.session(host) as remote:
         remote.run(f"rm -f {name}")
+
+
+def test_no_route_is_said_at_once(netns_host):
+    """The worker's own end of the link is down (its route gone): refused at once, in Dockyard's sentence."""
+    with drop_link(netns_host, host_side=True):
+        refused, took = timed(lambda: login(host_of(netns_host)))
+    assert isinstance(refused, ssh.Unreachable)
+    assert str(refused) == (f"There is no route to the host at {netns_host.address}:22 (is it up, and on a network "
+                            "this worker reaches?).")
+    assert took < 2
 
 
 def test_a_command_on_a_dropped_link_ends_at_its_own_timeout(netns_host):

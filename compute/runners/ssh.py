@@ -8,6 +8,7 @@ once recorded. Errors are Dockyard's own sentences: nothing the remote side says
 """
 import asyncio
 import base64
+import errno
 import hashlib
 import socket
 from contextlib import contextmanager
@@ -167,6 +168,9 @@ def _said(exc: BaseException, host: SshHost) -> SshError:
         return AuthRefused(f"The host at {host.where} refused user '{host.username}' with the {how} given.")
     if isinstance(exc, TimeoutError):
         return Unreachable(f"The host at {host.where} did not answer in time.")
+    if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return Unreachable(f"There is no route to the host at {host.where} (is it up, and on a network this worker "
+                           "reaches?).")
     if isinstance(exc, ConnectionRefusedError):
         return Unreachable(f"The host at {host.where} refused the connection (is sshd running on that port?).")
     return Unreachable(f"The connection to {host.where} failed ({type(exc).__name__}).")

@@ -137,3 +137,23 @@ def sshd():
     running = server.start_sshd()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def netns_host():
+    """A test host of its own network (tests/netns.py): a namespace joined by a veth pair, the real sshd inside on
+    10.x.y.2 port 22; removed after the test whatever happened. Skipped with the reason where the machine refuses
+    namespaces (not root, no `ip netns`) or OpenSSH is missing; a missing package fails instead under
+    DOCKYARD_REQUIRE_SSHD (CI)."""
+    import os
+
+    from tests import netns
+    from tests import sshd as server
+
+    why = netns.available() or server.available()
+    if why:
+        if os.environ.get("DOCKYARD_REQUIRE_SSHD") and netns.missing_package(why):
+            pytest.fail(why)
+        pytest.skip(why)
+    with netns.netns_host() as space:
+        yield space

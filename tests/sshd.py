@@ -68,12 +68,13 @@ class Sshd:
     process: subprocess.Popen | None = None
     options: dict = field(default_factory=dict)
     address: str = "127.0.0.1"
+    prefix: tuple[str, ...] = ()  # run sshd under this command (e.g. `ip netns exec NAME`: a host of its own network)
 
     def start(self, **options: str) -> "Sshd":
         """Start (or restart with other options) on the same port and host key."""
         self.options = {**self.options, **options}
         self.stop()
-        args = [SSHD, "-D", "-e", "-f", "/dev/null"]
+        args = [*self.prefix, SSHD, "-D", "-e", "-f", "/dev/null"]
         settings = {
             "Port": str(self.port), "ListenAddress": self.address, "HostKey": str(self.folder / "host_key"),
             "PidFile": str(self.folder / "sshd.pid"), "AuthorizedKeysFile": str(self.folder / "authorized_keys"),
@@ -144,8 +145,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def start_sshd() -> Sshd:
-    """A new sshd on a free loopback port with new host and client keys."""
+def start_sshd(address: str = "127.0.0.1", port: int = 0, prefix: tuple[str, ...] = ()) -> Sshd:
+    """A new sshd with new host and client keys: on a free loopback port unless told where (and under which prefix
+    command, e.g. inside a network namespace: tests/netns.py)."""
     folder = Path(tempfile.mkdtemp(prefix="dy-sshd-"))
     folder.chmod(0o755)  # sshd reads authorized_keys as the logged-in user
     username, home = _test_user()
@@ -153,5 +155,6 @@ def start_sshd() -> Sshd:
     (folder / "authorized_keys").write_text(public_key + "\n")
     (folder / "authorized_keys").chmod(0o644)
     _, host_key = _keygen(folder / "host_key")
-    server = Sshd(folder, _free_port(), username, home, private_key, host_key)
+    server = Sshd(folder, port or _free_port(), username, home, private_key, host_key, address=address,
+                  prefix=tuple(prefix))
     return server.start()

@@ -8,6 +8,7 @@ once recorded. Errors are Dockyard's own sentences: nothing the remote side says
 """
 import asyncio
 import base64
+import errno
 import hashlib
 import socket
 from contextlib import contextmanager
@@ -19,7 +20,9 @@ from controlplane import addresses
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach the host and log in
 COMMAND_TIMEOUT = 60.0  # seconds any one remote command may take unless the caller says otherwise
-KEEPALIVE = 15.0  # seconds between keepalives; three unanswered ones end the connection
+# Seconds of silence before a keepalive; three unanswered ones end the connection. A dropped link is thus noticed
+# within 4 x this (20 s; at 15 s it was a minute: tests/test_ssh_network.py measures it across a real veth link).
+KEEPALIVE = 5.0
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,9 @@ def _said(exc: BaseException, host: SshHost) -> SshError:
         return AuthRefused(f"The host at {host.where} refused user '{host.username}' with the {how} given.")
     if isinstance(exc, TimeoutError):
         return Unreachable(f"The host at {host.where} did not answer in time.")
+    if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return Unreachable(f"There is no route to the host at {host.where} (is it up, and on a network this worker "
+                           "reaches?).")
     if isinstance(exc, ConnectionRefusedError):
         return Unreachable(f"The host at {host.where} refused the connection (is sshd running on that port?).")
     return Unreachable(f"The connection to {host.where} failed ({type(exc).__name__}).")

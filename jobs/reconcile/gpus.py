@@ -60,8 +60,11 @@ def impossible(job: Job) -> str | None:
     return _too_many(job, job.compute)
 
 
-def cuda_visible_devices(indexes: list[int]) -> str:
-    """CUDA_VISIBLE_DEVICES for a process given these GPUs ("" hides every GPU from CUDA)."""
+def cuda_visible_devices(indexes: list[int], *, in_container: bool = False) -> str:
+    """CUDA_VISIBLE_DEVICES for a job given these GPUs ("" hides every GPU from CUDA). A process sees the host's
+    indexes; a container started with `--gpus device=…` sees only its GPUs, numbered again from 0."""
+    if in_container:
+        return ",".join(str(number) for number in range(len(indexes)))
     return ",".join(str(index) for index in indexes)
 
 

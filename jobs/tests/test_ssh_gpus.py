@@ -186,3 +186,5 @@ def test_cuda_visible_devices():
     assert cuda_visible_devices([]) == ""
     assert cuda_visible_devices([1]) == "1"
     assert cuda_visible_devices([0, 2, 3]) == "0,2,3"
+    assert cuda_visible_devices([2, 3], in_container=True) == "0,1"  # docker --gpus '"device=2,3"' renumbers them
+    assert cuda_visible_devices([], in_container=True) == ""

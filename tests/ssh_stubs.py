@@ -4,14 +4,18 @@ PATH (a test sshd restarted with `SetEnv=PATH=<folder>:/usr/local/bin:/usr/bin:/
 There is no Docker engine and no GPU here. The fake `docker` records every call's argv (one JSON list per line, in
 `docker.calls` next to it) and prints a line; with FAKE_DOCKER_RUN=1 in its environment (or `run=True`), `docker run`
 runs the container's command (what follows `/bin/sh -c`) on the host, in the folder mounted at the `-w` directory,
-so a job's output and ./outputs appear (nothing else is printed then); `docker stop <name>` then TERMs that command's process group. The fake
+so a job's output and ./outputs appear (nothing else is printed then). The command runs in a process group of its
+own, as a container is outside the client's; the fake client forwards TERM/INT/HUP to it (docker run's signal proxy)
+and exits with its code (128 + the signal's number when killed); `docker stop <name>` TERMs that group. The fake
 `nvidia-smi` answers the probe's exact query with N CSV rows, as nvidia-smi prints them.
 
 The folder and the record file are readable and writable by the sshd's test user (a root test's tmp folders are 0700).
 """
 import json
 import os
+import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 CALLS = "docker.calls"
@@ -51,14 +55,43 @@ if argv[:1] == ["run"]:
         if piece == "-v" and target == inside:
             cwd = source
     shell = max(at for at in range(len(argv) - 1) if argv[at] == "/bin/sh" and argv[at + 1] == "-c")
+    children, pending = [], []
+
+    def forward(signum, frame):  # docker run proxies the signals it gets to the container (--sig-proxy)
+        if not children:
+            pending.append(signum)  # before the container is known: sent once it is
+        for child in children:
+            try:
+                os.killpg(child, signum)
+            except OSError:
+                pass
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # before the fork: no signal is lost
+        signal.signal(signum, forward)
+    child = os.fork()
+    if child == 0:  # the "container": a process group of its own, as a real one is outside the client's
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        os.setpgid(0, 0)
+        os.chdir(cwd)
+        os.execv("/bin/sh", ["/bin/sh", "-c", argv[shell + 2]])
     try:
-        os.setpgid(0, 0)  # the "container": a process group of its own, which docker stop ends
+        os.setpgid(child, child)
     except OSError:
-        pass  # already a group leader
-    with open(os.path.join(HERE, "containers", name), "w") as pidfile:
-        pidfile.write(str(os.getpid()))
-    os.chdir(cwd)
-    os.execv("/bin/sh", ["/bin/sh", "-c", argv[shell + 2]])
+        pass  # the child did it first
+    children.append(child)
+    for signum in pending:
+        forward(signum, None)
+    pidfile = os.path.join(HERE, "containers", name)
+    with open(pidfile, "w") as written:
+        written.write(str(child))
+    _, status = os.waitpid(child, 0)
+    try:
+        os.unlink(pidfile)
+    except OSError:
+        pass
+    code = os.waitstatus_to_exitcode(status)
+    sys.exit(128 - code if code < 0 else code)  # killed by a signal: 128 + its number, as the container's init
 print("fake docker: " + " ".join(argv[:1]))
 '''
 
@@ -124,3 +157,23 @@ def fake_nvidia_smi(folder: Path, count: int, **row) -> Path:
 def environment(folder: Path, **extra: str) -> dict[str, str]:
     """os.environ with the stubs first on PATH, for running them locally."""
     return {**os.environ, "PATH": f"{folder}:{os.environ.get('PATH', '/usr/bin:/bin')}", **extra}
+
+
+@contextmanager
+def sshd_with_stubs(gpus: int | None = 0, *, run: bool = False):
+    """A new test sshd whose logins find the fake docker (and, unless gpus is None, a fake nvidia-smi with that many
+    GPUs) first on PATH: yields (sshd, stub folder); stopped and removed after."""
+    from tests import sshd as server
+
+    folder = stub_folder()
+    fake_docker(folder, run=run)
+    if gpus is not None:
+        fake_nvidia_smi(folder, gpus)
+    running = server.start_sshd()
+    try:
+        running.start(SetEnv=remote_path(folder))
+        yield running, folder
+    finally:
+        running.stop()
+        shutil.rmtree(running.folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,5 +1,6 @@
 """The fake `docker` and `nvidia-smi` of tests/ssh_stubs.py, run as processes here and over a real sshd."""
 import shutil
+import signal
 import subprocess
 import time
 
@@ -16,6 +17,7 @@ from tests.ssh_stubs import (
     fake_docker,
     fake_nvidia_smi,
     remote_path,
+    sshd_with_stubs,
     stub_folder,
 )
 
@@ -57,7 +59,8 @@ def test_fake_docker_runs_the_command_in_the_workdir_when_asked(stubs):
     assert (stubs / "job" / "workdir" / "outputs" / "model.txt").read_text() == "1\n"
 
 
-def test_fake_docker_stop_ends_a_running_container(stubs):
+@pytest.mark.parametrize("how", ["docker stop", "TERM to the client"])
+def test_a_running_fake_container_ends_by_docker_stop_or_a_signal_to_the_client(stubs, how):
     fake_docker(stubs, run=True)
     (stubs / "job" / "workdir").mkdir(parents=True)
     container = subprocess.Popen(job_argv(stubs, "echo started; sleep 30"), env=environment(stubs),
@@ -65,8 +68,12 @@ def test_fake_docker_stop_ends_a_running_container(stubs):
     try:
         assert container.stdout.readline() == "started\n"
         began = time.monotonic()
-        assert run(docker_stop_argv("7-abc"), stubs).returncode == 0
-        assert container.wait(10) != 0 and time.monotonic() - began < 5
+        if how == "docker stop":
+            assert run(docker_stop_argv("7-abc"), stubs).returncode == 0
+        else:
+            container.send_signal(signal.SIGTERM)
+        assert container.wait(10) == 128 + signal.SIGTERM and time.monotonic() - began < 5
+        assert not (stubs / "containers" / "dockyard-job-7-abc").exists()
     finally:
         container.kill()
         container.wait()
@@ -110,3 +117,23 @@ def test_the_stubs_are_first_on_the_remote_path_of_a_restarted_sshd(stubs):
     assert stopped.ok
     assert docker_calls(stubs) == [argv[1:], ["stop", "dockyard-job-7-abc"]]
     assert argv[argv.index("--gpus") + 1] == '"device=0,1"'
+
+
+def test_a_fake_container_started_over_ssh_writes_into_the_job_folder():
+    """With run=True the command itself runs on the "VM" as the SSH user, in the job's workdir."""
+    if server.available():
+        pytest.skip(server.available())
+    with sshd_with_stubs(gpus=None, run=True) as (sshd, stubs):
+        workdir = stubs / "job" / "workdir"
+        workdir.mkdir(parents=True)
+        for made in (stubs / "job", workdir):
+            shutil.chown(made, sshd.username)
+        host = ssh.SshHost(sshd.address, sshd.port, sshd.username, private_key=sshd.private_key,
+                           host_key=sshd.host_key)
+        command = "echo \"$GREETING as $(id -un)\"; mkdir outputs && echo 1 > outputs/model.txt; exit 3"
+        with ssh.session(host) as session:
+            done = session.run(f"GREETING=hello {shell_join(job_argv(stubs, command))}")
+            smi = session.run("command -v nvidia-smi || echo none")
+        assert (done.exit_status, done.text()) == (3, f"hello as {sshd.username}\n")
+        assert (workdir / "outputs" / "model.txt").read_text() == "1\n"
+        assert smi.text() == "none\n"  # gpus=None: a VM without the NVIDIA driver

@@ -56,7 +56,8 @@ def _too_many(job: Job, compute: ComputeTarget) -> str | None:
 
 
 def impossible(job: Job) -> str | None:
-    """Why the job can never get its GPUs on its VM (it asks more than the VM has), or None."""
+    """Why the job can never get its GPUs on its VM (it asks more than the VM has, or its instance_type is no VM size
+    of the catalog: submission refuses that already), or None; None too while the VM has not been probed."""
     return _too_many(job, job.compute)
 
 

@@ -117,10 +117,11 @@ def _fields(lines: list[str]) -> dict[str, str]:
     return dict(part.split("=", 1) for part in lines[0].split() if "=" in part)
 
 
-def follow_command(folder: str, offset: int, cap: int = FOLLOW_CAP) -> str:
+def follow_command(folder: str, offset: int, cap: int | None = None) -> str:
     """One look: a header line (launched, pid, alive, exit code, boot ids, log size, how many log bytes follow), then
     exactly that many bytes of the log from `offset`. The header comes first and says the length, so no byte the job
     printed can be taken for a field."""
+    cap = cap or FOLLOW_CAP
     return sh(
         f"{_cd(folder)} 2>/dev/null || {{ echo '{HEADER} missing=1'; exit 0; }}\n"
         "l=0; [ -d launched ] && l=1\n"

@@ -187,6 +187,18 @@ def log_lines(followed: Followed, offset: int, final: bool) -> tuple[list[str], 
     return lines_of(followed.data, offset, final, FOLLOW_CAP)
 
 
+def outputs_size_command(folder: str) -> str:
+    """The size of the job's ./outputs in KiB (regular files and folders, links not followed), or `missing`."""
+    return sh(f"{_cd(folder)}/workdir 2>/dev/null && [ -d outputs ] && [ ! -L outputs ] || {{ echo missing; exit 0; }}\n"
+              "du -sk outputs 2>/dev/null | cut -f1")
+
+
+def parse_outputs_size(stdout: bytes) -> int | None:
+    """Bytes (rounded up to KiB) of ./outputs; None when there is none."""
+    text = stdout.decode("utf-8", errors="replace").strip()
+    return int(text) * 1024 if text.isdigit() else None
+
+
 def stop_command(folder: str, container: str = "", grace: int = GRACE) -> str:
     """Stop what the job runs: `docker stop` its container, SIGTERM the process group, SIGKILL it after `grace`
     seconds. The pid comes from the host's own file and counts only in the boot that launched it. Prints `stopped`

@@ -240,3 +240,14 @@ def test_prepare_without_a_folder_is_refused():
 ])
 def test_launch_output_is_parsed(stdout, expected):
     assert ssh_jobs.parse_launch(stdout) == expected
+
+
+def test_the_size_of_outputs_is_read_before_they_are_fetched(job_folder):
+    assert ssh_jobs.parse_outputs_size(run(ssh_jobs.outputs_size_command(str(job_folder)))) is None
+    (job_folder / "workdir" / "outputs").mkdir()
+    (job_folder / "workdir" / "outputs" / "big.bin").write_bytes(b"x" * 10_000)
+    size = ssh_jobs.parse_outputs_size(run(ssh_jobs.outputs_size_command(str(job_folder))))
+    assert 10_000 <= size <= 20_000
+    (job_folder / "workdir" / "outputs").rename(job_folder / "elsewhere")
+    (job_folder / "workdir" / "outputs").symlink_to(job_folder / "elsewhere")
+    assert ssh_jobs.parse_outputs_size(run(ssh_jobs.outputs_size_command(str(job_folder)))) is None  # not followed

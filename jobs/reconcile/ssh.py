@@ -269,6 +269,14 @@ def _fetch_outputs(job: Job, remote: ssh.Session) -> None:
     shutil.rmtree(local / OUTPUTS, ignore_errors=True)
     local.mkdir(parents=True, exist_ok=True)
     try:
+        size = ssh_jobs.parse_outputs_size(remote.run(ssh_jobs.outputs_size_command(job.runner["dir"])).stdout)
+        if size is None:
+            return
+        if size > settings.DOCKYARD_SNAPSHOT_MAX_BYTES:  # said before any byte is copied to this host
+            event(job, "OutputsNotFetched", f"./outputs on vm {job.compute.name} holds about {size} bytes, more than "
+                                            f"{settings.DOCKYARD_SNAPSHOT_MAX_BYTES} (DOCKYARD_SNAPSHOT_MAX_BYTES): it "
+                                            f"is left on the host in {job.runner['dir']}.", "Warning")
+            return
         remote.get([f"{job.runner['dir']}/{WORKDIR}/{OUTPUTS}"], str(local))
     except ssh.SshError as exc:
         event(job, "OutputsNotFetched", f"./outputs could not be copied back from vm {job.compute.name}: {exc}",

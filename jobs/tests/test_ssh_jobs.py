@@ -269,3 +269,11 @@ def test_gpu_allotment_is_asked_and_a_refusal_waits(owner_api, vm, monkeypatch):
     monkeypatch.setattr(ssh_reconcile.gpus, "allot", lambda job: ([1, 3], ""))
     job = ended(submit(owner_api, command='echo "[$CUDA_VISIBLE_DEVICES]"'))
     assert lines(job) == ["[1,3]"] and job.runner["gpus"] == [1, 3]
+
+
+def test_outputs_larger_than_a_snapshot_are_left_on_the_host_saying_so(owner_api, vm, settings):
+    settings.DOCKYARD_SNAPSHOT_MAX_BYTES = 4096
+    job = ended(submit(owner_api, command="head -c 100000 /dev/zero > outputs/big.bin"))
+    assert job.status == JobStatus.COMPLETED and job.outputs_snapshot_id is None
+    said = JobEvent.objects.get(job=job, reason="OutputsNotFetched").message
+    assert "more than 4096 (DOCKYARD_SNAPSHOT_MAX_BYTES)" in said

@@ -89,11 +89,14 @@ def _systemd(folder: str, key: str) -> str:
 def launch_command(folder: str, key: str, systemd: bool = False) -> str:
     """Start the job unless it was started already (`launched`), then print its pid and the boot id at launch.
 
-    With `systemd`, the wrapper runs as a `systemd-run --user` unit, falling back to setsid when the user's manager
-    does not answer; either way the wrapper writes the same files.
+    With `systemd`, the wrapper runs as a `systemd-run --user` unit when the user lingers (its manager outlives SSH
+    sessions), falling back to setsid otherwise or when the manager does not answer; either way the wrapper writes the
+    same files.
     """
     detached = _detached(folder)
-    start = f"if {_systemd(folder, key)}; then :; else {detached} fi" if systemd else detached
+    # Only with lingering on: without it the user's manager (and the unit) stops when the last SSH session ends.
+    lingering = '[ -e "/var/lib/systemd/linger/$(id -un)" ]'
+    start = f"if {lingering} && {_systemd(folder, key)}; then :; else {detached} fi" if systemd else detached
     return sh(
         f"{_cd(folder)} || exit 3\n"
         f"if mkdir launched 2>/dev/null; then\n"

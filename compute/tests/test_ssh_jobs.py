@@ -200,8 +200,17 @@ def test_the_systemd_variant_runs_the_same_wrapper_as_a_user_unit_with_a_fallbac
     script = shlex.split(command)[2]
     assert "systemd-run --user --quiet --collect --unit=dockyard-job-7-abc -p KillMode=control-group" in script
     assert "StandardOutput=append:/home/u/.dockyard/jobs/7-abc/output.log" in script
+    assert script.index('/var/lib/systemd/linger/$(id -un)') < script.index("systemd-run")
     assert script.index("systemd-run") < script.index("else setsid nohup") < script.index("fi\nfi")
     assert "systemd-run" not in ssh_jobs.launch_command("/f", "7-abc")
+
+
+def test_the_systemd_variant_falls_back_to_setsid_where_the_user_does_not_linger(job_folder):
+    (job_folder / "command.sh").write_text("echo ran; sleep 1\n")
+    pid, _ = ssh_jobs.parse_launch(run(ssh_jobs.launch_command(str(job_folder), "7-abc", systemd=True)))
+    assert pid and os.getsid(pid) == pid
+    wait_for(lambda: (job_folder / "exit_code").exists())
+    assert (job_folder / "output.log").read_text() == "ran\n"
 
 
 def test_stop_stops_the_container_first():

@@ -42,9 +42,11 @@ def _cd(folder: str) -> str:
 
 
 def prepare_command(folder: str) -> str:
-    """Create the job's folder; prints its absolute path, then `launched` when the job was started already."""
+    """Create the job's folder (the user's own: 0700); prints its absolute path, then `launched` when the job was
+    started already."""
     quoted = shlex.quote(folder)
-    return sh(f"cd && mkdir -p -- {quoted}/inputs && cd -- {quoted} && pwd && if [ -d launched ]; then echo launched; fi")
+    return sh(f"cd && umask 077 && mkdir -p -- {quoted}/inputs && cd -- {quoted} && pwd && "
+              "if [ -d launched ]; then echo launched; fi")
 
 
 def parse_prepare(stdout: bytes) -> tuple[str, bool]:

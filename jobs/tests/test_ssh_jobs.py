@@ -300,3 +300,14 @@ def test_a_job_with_an_image_runs_the_docker_command_line_it_is_given(owner_api,
                      "env_names": ["DOCKYARD_JOB_DIR", "DOCKYARD_JOB_NAME", "DOCKYARD_WORKSPACE", "GREETING"],
                      "gpus": [], "shm_size": "8g", "cpus": 6, "memory_mb": 112 * 1024}
     assert job.runner["container"] == f"dockyard-job-{job_key(job)}"
+
+
+def test_fetched_inputs_are_shipped_and_the_folder_is_the_users_own(owner_api, vm, sshd, settings):
+    from jobs.tests.test_job_inputs import uploaded
+
+    path = uploaded(owner_api, {"a.txt": b"alpha\n", "sub/b.txt": b"beta\n"})
+    job = ended(submit(owner_api, command="cat ${{inputs.data}}/a.txt ${{inputs.data}}/sub/b.txt",
+                       inputs={"data": {"type": "uri_folder", "path": path}}))
+    assert (job.status, lines(job)) == (JobStatus.COMPLETED, ["alpha", "beta"])
+    assert "InputsFetched" in reasons(job)
+    assert on_host(sshd, f"stat -c %a {remote_dir(sshd, settings, job)}").strip() == "700"

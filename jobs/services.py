@@ -28,6 +28,7 @@ from .clusters import request_problems as cluster_request_problems
 from .inputs import resolve_inputs
 from .models import Job, JobEvent
 from .spec import DEFAULT_SHM, parse_job
+from .spec_io import input_source
 
 EDITABLE = ("display_name", "description", "tags")
 ADJECTIVES = "amber brave calm eager fair gentle honest jolly keen lively mellow nimble proud quiet rapid shy tidy vivid witty zesty".split()
@@ -128,9 +129,11 @@ def _resolve_compute(workspace: Workspace, spec: dict) -> tuple[str, ComputeTarg
         raise _invalid([("compute", f"A {compute.get_type_display()} ({compute.type}) compute cannot run command jobs.")])
     if compute.type == ComputeType.AMLCOMPUTE:
         return _resolve_compute_cluster(workspace, spec, compute)
+    if compute.type == ComputeType.VIRTUALMACHINE:
+        return _resolve_virtual_machine(workspace, spec, compute)
     if compute.type != ComputeType.KUBERNETES:
-        raise _invalid([("compute", f"Dockyard runs command jobs on kubernetes computes, compute clusters and on "
-                                    f"local; '{name}' is a {compute.type} record without a backend here yet.")])
+        raise _invalid([("compute", f"Dockyard runs command jobs on kubernetes computes, compute clusters, attached "
+                                    f"VMs and on local; '{name}' is a {compute.type} record without a backend here yet.")])
     _check_container_job(workspace, spec)
     wanted = spec["resources"].get("instance_type")
     if wanted and instance_type_shape(compute=compute, name=wanted) is None:
@@ -158,6 +161,46 @@ def _resolve_compute_cluster(workspace: Workspace, spec: dict, compute: ComputeT
         raise _invalid(errors)
     known = vmsizes.vm_size(size)
     return Target.KUBERNETES, compute, known.name if known else size
+
+
+def _resolve_virtual_machine(workspace: Workspace, spec: dict, compute: ComputeTarget) -> tuple[str, ComputeTarget, str]:
+    """An attached VM runs one process (or one `docker run` with an image) over SSH; a VM not ready yet is not a
+    refusal: the job waits Queued until it is."""
+    errors = []
+    environment = spec.get("environment") or {}
+    resources = spec["resources"]
+    where = f"An attached VM ('{compute.name}') runs one process"
+    if resources["instance_count"] > 1:
+        errors.append(("resources.instance_count", f"{where} per job: instance_count must be 1."))
+    if spec.get("distribution"):
+        errors.append(("distribution", f"{where} per job: distributed training needs a Kubernetes compute."))
+    if "venv" in environment:
+        errors.append(("environment.venv", "environment.venv names a folder of the Dockyard host: it applies to local "
+                                           "jobs only; on a VM use environment.image or what the VM has installed."))
+    if environment.get("conda_file"):
+        errors.append(("environment.conda_file", "A conda file is not realised on attached VMs: use an image with "
+                                                 "the packages, or install them on the VM."))
+    if resources["shm_size"] != DEFAULT_SHM and not environment.get("image"):
+        errors.append(("resources.shm_size", "shm_size sizes a container's /dev/shm: without environment.image the "
+                                             "job is a process on the VM; leave it out."))
+    wanted = resources.get("instance_type")
+    size = vmsizes.vm_size(wanted) if wanted else None
+    if wanted and size is None:
+        errors.append(("resources.instance_type", f"On vm '{compute.name}' instance_type is a VM size name (such as "
+                                                  "Standard_NC6s_v3: its GPU count is what the job gets); leave it "
+                                                  "out for all the VM's GPUs."))
+    code = spec.get("code")
+    if code and upload_sha256(code):
+        errors += _upload_problems(workspace, code)
+    elif code:
+        errors.append(("code", "A folder on the Dockyard host is not shipped to an attached VM: upload it (the CLI "
+                               "uploads `code: ./src` and sends azureml://uploads/<sha256>)."))
+    errors += [(f"inputs.{name}", "A folder on the Dockyard host is not shipped to an attached VM: upload it (the "
+                                  "CLI uploads a local path).")
+               for name, item in (spec.get("inputs") or {}).items() if "host" in (input_source(item) or {})]
+    if errors:
+        raise _invalid(errors)
+    return Target.SSH, compute, size.name if size else ""
 
 
 def _check_container_job(workspace: Workspace, spec: dict) -> None:
@@ -252,6 +295,9 @@ def job_create(*, user, workspace: Workspace, data: dict) -> Job:
 
 def _submitted(job: Job) -> str:
     where = {Target.LOCAL: "on the worker's host (local)", Target.SERVERLESS: "serverless: Dockyard picks the compute"}
+    if job.target == Target.SSH:
+        sized = f" as a {job.instance_type}" if job.instance_type else ", with all its GPUs"
+        return f"Submitted to vm '{job.compute_name}'{sized}, over SSH."
     return "Submitted, " + where.get(job.target, f"to compute '{job.compute_name}' with instance type '{job.instance_type}'") + "."
 
 

@@ -93,8 +93,10 @@ def resync_jobs() -> int:
     unsubmitted = ~Q(runner__has_key="submitted") | Q(runner__submitted=False)  # (NOT on a missing key is NULL)
     held = Q(compute__type=ComputeType.AMLCOMPUTE, status__in=ACTIVE) & unsubmitted
     stale = timezone.now() - timedelta(seconds=settings.DOCKYARD_JOB_STALE_SECONDS)
-    lost_local = Q(target=Target.LOCAL, status__in=ACTIVE) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None))
-    ids = list(Job.objects.filter(behind | unplaced | held | lost_local).values_list("pk", flat=True))
+    # processes Dockyard follows itself (local, on attached VMs) whose chain of looks died with a worker
+    lost_followed = (Q(target__in=[Target.LOCAL, Target.SSH], status__in=ACTIVE)
+                     & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None)))
+    ids = list(Job.objects.filter(behind | unplaced | held | lost_followed).values_list("pk", flat=True))
     for pk in ids:
         reconcile_job.delay(pk, tick=True)
     computes = set(Job.objects.filter(_observed_jobs()).exclude(target=Target.LOCAL)

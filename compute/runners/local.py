@@ -180,8 +180,14 @@ def read_lines(process: Process, offset: int, final: bool) -> tuple[list[str], i
             data = log.read(MAX_READ)
     except FileNotFoundError:
         return [], offset
-    end = len(data) if final and len(data) < MAX_READ else data.rfind(b"\n") + 1
-    if end <= 0 and len(data) >= MAX_READ:
+    return lines_of(data, offset, final, MAX_READ)
+
+
+def lines_of(data: bytes, offset: int, final: bool, cap: int) -> tuple[list[str], int]:
+    """The complete lines of `data` read from `offset` (at most `cap` bytes were asked for), and the unfinished last
+    one when `final` and nothing more was left; returns them and the offset after them."""
+    end = len(data) if final and len(data) < cap else data.rfind(b"\n") + 1
+    if end <= 0 and len(data) >= cap:
         end = len(data)  # one line longer than a whole read: take it in pieces
     chunk = data[:end]
     lines = chunk.decode("utf-8", errors="replace").split("\n")

@@ -4,7 +4,6 @@ import os
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from assets.specs.snapshots import upload_sha256
@@ -18,7 +17,10 @@ from ..files import FileRefused, claim_run_folder, prepare_workdir, run_folder  
 from ..models import Job
 from ..spec import DATA_INPUT_TYPES, render_command
 from . import environment
-from .status import append_lines, event, save, transition
+from .followed import collect_output
+from .followed import end as _end
+from .followed import exit_reason as _exit_reason
+from .status import event, save, transition
 
 logger = logging.getLogger(__name__)
 
@@ -147,50 +149,9 @@ def _finish(job: Job, process: runner.Process) -> None:
     return None
 
 
-def _end(job: Job, status: str, reason: str, exit_code: int | None = None) -> None:
-    """Save the job's end, its ./outputs collected into storage first (kept with it; named outputs are registered
-    when it completes)."""
-    try:
-        with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
-            said = staging.keep_outputs(job)
-    except Exception as exc:  # storage unreachable: the job still ends; its outputs are said lost, not hidden
-        logger.exception("Could not keep the outputs of job %s", job.name)
-        said = [("Warning", "OutputsNotKept", f"Its outputs could not be kept in storage ({type(exc).__name__}).")]
-    for kind, why, message in said:
-        event(job, why, message, kind)
-    save(job, transition(job, status, reason, exit_code=exit_code))
-
-
-def _exit_reason(code: int) -> str:
-    if code > 128:
-        return f"The command was killed by signal {code - 128} (exit code {code})."
-    return f"The command exited with code {code}."
-
-
 def _collect_output(job: Job, process: runner.Process, final: bool) -> None:
     """Store what the process printed since the last look (any bytes: see JobLogLine)."""
-    offset = job.runner.get("log_offset", 0)
-    while True:
-        lines, new_offset = runner.read_lines(process, offset, final)
-        _store_lines(job, lines, new_offset - offset)
-        if new_offset == offset or not final:
-            break
-        offset = new_offset
-    if new_offset != job.runner.get("log_offset", 0):
-        job.runner = {**job.runner, "log_offset": new_offset}
-        job.save(update_fields=["runner", "updated_at"])
-
-
-def _store_lines(job: Job, lines: list[str], size: int) -> None:
-    """Append the lines; if they cannot be stored they are skipped with a warning, so the job still ends, cancels and
-    deletes (an error here used to leave it Running for ever)."""
-    try:
-        with transaction.atomic():  # a savepoint: the caller's transaction and row lock stay usable
-            append_lines(job, [("", line) for line in lines])
-    except Exception as exc:  # this job's output only: the look goes on
-        logger.exception("Could not store the output of job %s", job.name)
-        event(job, "OutputLost", f"{len(lines)} lines ({size} bytes) of output could not be stored "
-                                 f"({type(exc).__name__}); later output is kept.", "Warning")
+    collect_output(job, lambda offset, last: runner.read_lines(process, offset, last), final)
 
 
 def stop_local(job: Job) -> None:

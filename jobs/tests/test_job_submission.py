@@ -145,6 +145,25 @@ def test_a_job_on_a_kubernetes_compute_with_a_named_instance_type(owner_api, k8s
     assert job["distribution"] == {"type": "pytorch", "process_count_per_instance": 1}
 
 
+@pytest.mark.parametrize("fields, instance_type, said", [
+    ({}, "", "Submitted to vm 'vm', with all its GPUs, over SSH."),
+    ({"resources": {"instance_type": "standard_nc6s_v3"}}, "Standard_NC6s_v3",
+     "Submitted to vm 'vm' as a Standard_NC6s_v3, over SSH."),
+    ({"environment": {"image": IMAGE}, "resources": {"shm_size": "8g", "instance_type": "Standard_DS3_v2"}},
+     "Standard_DS3_v2", "Submitted to vm 'vm' as a Standard_DS3_v2, over SSH."),
+])
+def test_a_job_on_an_attached_vm_runs_over_ssh_even_before_the_vm_is_ready(owner_api, workspace, owner, fields,
+                                                                           instance_type, said):
+    from compute.tests.factories import create_compute
+
+    vm = create_compute(workspace, owner, "virtualmachine")  # still being attached: the job waits, it is not refused
+    job = submit(owner_api, name="on-vm", compute="azureml:vm", **fields)
+    assert job["placement"]["target"] == "ssh"
+    stored = Job.objects.get(name="on-vm")
+    assert (stored.target, stored.compute, stored.instance_type) == ("ssh", vm, instance_type)
+    assert JobEvent.objects.get(job=stored).message == said
+
+
 def test_a_job_without_compute_runs_serverless(owner_api, workspace):
     job = submit(owner_api, name="anywhere", compute=None, environment={"image": IMAGE})
     assert job["compute"] is None

@@ -32,6 +32,7 @@ def bad(label: str, target: str, code: str = "InvalidJob", settings: dict | None
 
 K8S = {"compute": "azureml:k8s", "environment": {"image": IMAGE}}
 SERVERLESS = {"compute": None, "environment": {"image": IMAGE}}
+VM = {"compute": "azureml:vm"}
 
 BAD_BODIES = [
     # where it runs
@@ -45,7 +46,16 @@ BAD_BODIES = [
         resources={"instance_type": "Standard_NC6s_v3"}),
     bad("compute-cluster-never-has-that-many-nodes", "resources.instance_count",
         **{**K8S, "compute": "azureml:cpu-cluster"}, resources={"instance_count": 5}),
-    bad("virtualmachine-has-no-backend", "compute", **{**K8S, "compute": "vm"}),
+    # attached VMs: one process (or one docker run) over SSH
+    bad("vm-instance-count-above-1", "resources.instance_count", **VM, resources={"instance_count": 2}),
+    bad("vm-distribution", "distribution", **VM, distribution={"type": "pytorch"}),
+    bad("vm-venv", "environment.venv", **VM, environment={"venv": "/opt/venv"}),
+    bad("vm-conda-file", "environment.conda_file", **VM,
+        environment={"image": IMAGE, "conda_file": {"dependencies": ["python=3.11"]}}),
+    bad("vm-shm-size-without-image", "resources.shm_size", **VM, resources={"shm_size": "8g"}),
+    bad("vm-instance-type-not-a-vm-size", "resources.instance_type", **VM, resources={"instance_type": "gpu-small"}),
+    bad("vm-input-folder-on-the-dockyard-host", "inputs.data", **VM,
+        inputs={"data": {"type": "uri_folder", "path": "/srv/data"}}),
     bad("computeinstance-has-no-backend", "compute", **{**K8S, "compute": "notebook"}),
     bad("compute-not-a-reference", "compute", compute="azureml:k8s:2"),
     bad("local-turned-off", "compute", settings={"DOCKYARD_LOCAL_COMPUTE": False}),
@@ -105,6 +115,7 @@ def test_bad_bodies_are_refused_and_nothing_is_created(data, code, target, overr
     ({}, "/nonexistent/src", "does not exist"),
     (K8S, "/srv/code/src", "not shipped to Kubernetes"),
     (SERVERLESS, "/srv/code/src", "not shipped to Kubernetes"),
+    (VM, "/srv/code/src", "not shipped to an attached VM"),
 ])
 def test_code_is_refused_where_it_cannot_be_honoured(where, folder, reason, owner_api, computes, settings):
     """Local jobs take a folder the server shares (copied in before the command starts); others cannot receive it yet."""

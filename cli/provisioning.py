@@ -16,8 +16,10 @@ def provisioning_failed(label: str, item: dict) -> CliError:
 
 
 def wait_until_provisioned(client: ApiClient, path: str, item: dict, label: str, timeout: float,
-                           progress: Callable[[str], object], show_command: str) -> dict:
-    """Poll every second until Succeeded or Failed, printing each state once; give up after `timeout` seconds."""
+                           progress: Callable[[str], object], show_command: str,
+                           stop: Callable[[dict], bool] | None = None) -> dict:
+    """Poll every second until Succeeded or Failed (or `stop(item)` says so), printing each state once; give up after
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
     shown = None
     while True:
@@ -25,7 +27,7 @@ def wait_until_provisioned(client: ApiClient, path: str, item: dict, label: str,
         if state != shown:
             progress(f"{label} {state}")
             shown = state
-        if state in FINAL_STATES:
+        if state in FINAL_STATES or (stop is not None and stop(item)):
             return item
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -70,8 +70,8 @@ RECORD_ONLY: dict[str, str] = {
         "checked and the credentials are stored encrypted for the SSH runner that a later release adds."
     ),
     "hdinsight": (
-        "Records only: Azure ML uses HDInsight for pipeline steps, which Dockyard does not run; the address is checked "
-        "and the credentials are stored encrypted, and nothing runs here."
+        "Records only: Azure ML uses HDInsight for pipeline steps, which Dockyard does not run. Dockyard attaches its "
+        "SSH head node (host key confirmed, probes shown) and runs nothing there."
     ),
     "databricks": "Records only: Azure ML uses Databricks for pipeline steps, which Dockyard does not run.",
     "synapsespark": "Records only: Azure ML uses Synapse Spark pools for pipeline steps, which Dockyard does not run.",

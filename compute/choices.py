@@ -13,6 +13,8 @@ class ComputeType(models.TextChoices):
     BATCH = "batch", "Azure Batch"
 
 
+SSH_TYPES = (ComputeType.VIRTUALMACHINE, ComputeType.HDINSIGHT)  # hosts Dockyard logs in to over SSH
+
 class Tier(models.TextChoices):
     DEDICATED = "dedicated"
     LOW_PRIORITY = "low_priority"

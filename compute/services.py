@@ -12,8 +12,8 @@ from workspaces.audit import audit_record, changed_fields
 from workspaces.choices import AuditAction
 from workspaces.models import Workspace
 
-from . import instances, selectors, shapes, spec
-from .choices import ComputeType, StopCause
+from . import hostkeys, instances, selectors, shapes, spec
+from .choices import SSH_TYPES, ComputeType, StopCause
 from .connections import HOST_KEY
 from .models import Cluster, ComputeTarget, InstanceType
 from .validators import CHECKS
@@ -123,8 +123,25 @@ def _unlink_if_credentials_changed(compute: ComputeTarget, before: dict, stored_
         compute.cluster = None
 
 
+# What the SSH check keeps in an attached host's properties (compute/reconcile/vms.py): not a body field.
+HOST_KEY_PROPERTIES = ("host_key", "host_key_confirmed", "presented_host_key")
+# What a host is: another address or port is another host, whose key is recorded afresh.
+HOST_FIELDS = ("address", "ssh_port")
+
+
 def _stored_body(compute: ComputeTarget) -> dict:
-    return {**compute.properties, "name": compute.name, "type": compute.type, "description": compute.description, "tags": compute.tags}
+    given = {key: value for key, value in compute.properties.items() if key not in HOST_KEY_PROPERTIES}
+    return {**given, "name": compute.name, "type": compute.type, "description": compute.description, "tags": compute.tags}
+
+
+def _kept_host_key(compute: ComputeTarget, properties: dict) -> dict:
+    """The recorded host key of an SSH host, kept through a change unless the change moves to another host or names a
+    fingerprint the recorded key does not have (then the key is scanned again and checked against it)."""
+    kept = {key: compute.properties[key] for key in HOST_KEY_PROPERTIES if key in compute.properties}
+    moved = any(compute.properties.get(key) != properties.get(key) for key in HOST_FIELDS)
+    expected = properties.get("host_key_fingerprint")
+    other_key = expected and kept.get("host_key") and hostkeys.fingerprint(kept["host_key"]) != expected
+    return {} if moved or other_key else kept
 
 
 @transaction.atomic
@@ -143,6 +160,8 @@ def compute_update(*, user, compute: ComputeTarget, patch: dict) -> ComputeTarge
     common, properties, secrets = _validated(kind, body, compute.workspace, stored_secrets)
     _refuse_moving_pool(compute, properties)
     assignee = _new_instance_user(compute, properties)
+    if compute.type in SSH_TYPES:
+        properties.update(_kept_host_key(compute, properties))
     before = {**compute.properties, **{key: getattr(compute, key) for key in EDITABLE_COMMON}}
     new_secrets = {**stored_secrets, **{key: value for key, value in secrets.items() if value}}
     compute.properties = properties
@@ -252,6 +271,47 @@ def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
     )
     _enqueue(compute)  # a check that passes syncs the cluster (nodes, imports) right after
     return compute
+
+
+@transaction.atomic
+def compute_confirm_host_key(*, user, compute: ComputeTarget, fingerprint: str) -> ComputeTarget:
+    """Pin the host key an SSH host presented (first contact, or a reinstalled host's new key) once an admin compared
+    its fingerprint with the host's own; the check then logs in and probes."""
+    if compute.type not in SSH_TYPES:
+        raise Conflict(f"Compute '{compute.name}' is a {compute.type} compute; only SSH hosts have a host key to confirm.")
+    if compute.provisioning_state == ProvisioningState.DELETING:
+        raise Conflict(f"Compute '{compute.name}' is being deleted.")
+    waiting = _key_waiting(compute)
+    if waiting is None:
+        raise Conflict(f"Compute '{compute.name}' has no host key waiting for confirmation.")
+    presented = hostkeys.fingerprint(waiting)
+    if not isinstance(fingerprint, str) or fingerprint.strip() != presented:
+        raise BadRequest(f"The host presented {presented}, not the fingerprint given; compare it with the host's own "
+                         "(ssh-keygen -lf) and confirm the one the host has.", code="HostKeyMismatch", target="fingerprint")
+    pinned = compute.properties.get("host_key") if compute.properties.get("host_key_confirmed") else None
+    properties = {key: value for key, value in compute.properties.items() if key != "presented_host_key"}
+    compute.properties = {**properties, "host_key": waiting, "host_key_confirmed": True, "host_key_fingerprint": presented}
+    compute.generation += 1
+    compute.provisioning_state = ProvisioningState.UPDATING
+    compute.save(update_fields=["properties", "generation", "provisioning_state", "updated_at"])
+    audit_record(
+        actor=user, action=AuditAction.ACTION, verb="confirm-host-key", target_type="compute", target_name=compute.name,
+        workspace=compute.workspace,
+        changes={"host_key_fingerprint": [hostkeys.fingerprint(pinned) if pinned else None, presented]},
+    )
+    _enqueue(compute)
+    return compute
+
+
+def _key_waiting(compute: ComputeTarget) -> str | None:
+    """The host key an admin may confirm: a new one the host presented instead of the pinned one, else the one
+    recorded on first contact while unconfirmed; None when nothing waits."""
+    properties = compute.properties
+    if properties.get("presented_host_key"):
+        return properties["presented_host_key"]
+    if properties.get("host_key") and not properties.get("host_key_confirmed"):
+        return properties["host_key"]
+    return None
 
 
 def _enqueue_instance_type(record: InstanceType, compute: ComputeTarget) -> None:

@@ -15,7 +15,7 @@ from controlplane.kube.errors import KubeTransient
 from controlplane.reconciling import ProvisioningState, backoff, locked_run
 
 from . import instances, reconcile, schedules
-from .choices import ComputeType, InstanceState, StopCause
+from .choices import SSH_TYPES, ComputeType, InstanceState, StopCause
 from .connections import HOST_KEY, LOCAL
 from .models import Cluster, ComputeInstance, ComputeTarget, InstanceType
 
@@ -160,6 +160,9 @@ def resync() -> int:
     due = timezone.now() - timedelta(seconds=settings.DOCKYARD_CLUSTER_CHECK_SECONDS)
     pending = Q(observed_generation__lt=F("generation")) | Q(provisioning_state=ProvisioningState.DELETING)
     check = Q(type=ComputeType.KUBERNETES) & (~Q(provisioning_state=ProvisioningState.SUCCEEDED) | Q(checked_at__lt=due) | Q(checked_at=None))
+    # SSH hosts: every look writes checked_at, so a refused login is tried again once a period, not every tick (a host
+    # may ban an address that keeps failing); unreachable ones are retried by their task meanwhile.
+    check |= Q(type__in=SSH_TYPES) & (Q(checked_at__lt=due) | Q(checked_at=None))
     computes = list(ComputeTarget.objects.filter(pending | check).exclude(
         Q(type=ComputeType.AMLCOMPUTE) & ~Q(provisioning_state=ProvisioningState.DELETING)).values_list("pk", flat=True))
     # Compute clusters behind or failed (no autoscaler on the cluster, their attachment not ready): in batches per

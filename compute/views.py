@@ -27,6 +27,7 @@ from .serializers import (
     SERIALIZERS,
     ComputeSerializer,
     ComputeTypeSerializer,
+    HostKeyConfirmationSerializer,
     InstanceTypeSerializer,
     LocalComputeSerializer,
     NodeSerializer,
@@ -141,6 +142,18 @@ class ComputeViewSet(WorkspaceScopedMixin, ETagMixin, viewsets.ModelViewSet):
     def restart(self, request, *args, **kwargs):
         """Restart a running compute instance in a new pod (same disk): its assigned user, owners and staff."""
         return self._instance_action(request, "restart")
+
+    @extend_schema(request=HostKeyConfirmationSerializer, responses={202: COMPUTE_SCHEMA})
+    @action(detail=True, methods=["post"], url_path="confirm-host-key")
+    def confirm_host_key(self, request, *args, **kwargs):
+        """Confirm the host key an SSH host presented (its fingerprint compared with the host's own): owners and
+        staff; 409 when no key waits for confirmation, 400 when the fingerprint is not the one presented."""
+        body = plain_body(request.data)
+        fingerprint = body.get("fingerprint") if isinstance(body, dict) else None
+        if not isinstance(fingerprint, str) or not fingerprint.strip():
+            raise BadRequest("Give the fingerprint the host presented (\"SHA256:…\").", target="fingerprint")
+        compute = services.compute_confirm_host_key(user=request.user, compute=self._record(), fingerprint=fingerprint)
+        return Response(self.get_serializer(compute).data, status=status.HTTP_202_ACCEPTED)
 
     def retrieve(self, request, *args, **kwargs):
         if kwargs["name"] == "local":

@@ -72,6 +72,8 @@ IN_CLUSTER = {"name": "here", "type": "kubernetes", "in_cluster": True}
 
 
 JOB = {"name": "train", "command": "echo hi", "compute": "local"}
+WAITING_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDmMHpRKkXoHIqRQ2e6G+tnDBUiEyTQj5aaRfDWbS5Xf"
+WAITING_FINGERPRINT = "SHA256:xPpu6rT0xRS7GFTkiC1oDV4bxVI7UlGaFWYe/Sgh+vA"  # ssh-keygen -lf of WAITING_KEY
 SHAPE = {"name": "small", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
 EP = f"{WS}/online-endpoints"
 ADDER = Path(__file__).resolve().parent.parent / "endpoints" / "tests" / "data" / "adder"
@@ -124,7 +126,8 @@ class Endpoint:
     data: dict | None = None
     # "compute": a compute named cpu-cluster in team-a; "job": a local job named train; "kubernetes": an attached `k8s`;
     # "endpoint": local endpoint `adder`; "local-off": team-a without local compute; "pod": Dockyard runs in a pod;
-    # "assets": environment, model and data `…:1` (and the artifacts)
+    # "assets": environment, model and data `…:1` (and the artifacts); "vm-waiting": VM `vm` whose host key waits
+    # for confirmation
     needs: tuple = field(default=())
     settings: dict = field(default_factory=dict)
     content_type: str | None = None  # a raw body (bytes) of this type instead of JSON
@@ -157,6 +160,8 @@ ENDPOINTS = [
     Endpoint("compute-patch", "patch", f"{WS}/computes/cpu-cluster/", manage(200), {"max_instances": 9}, ("compute",)),
     Endpoint("compute-delete", "delete", f"{WS}/computes/cpu-cluster/", manage(202), needs=("compute",)),
     Endpoint("compute-local-retrieve", "get", f"{WS}/computes/local/", read()),
+    Endpoint("vm-confirm-host-key", "post", f"{WS}/computes/vm/confirm-host-key/", manage(202),
+             {"fingerprint": WAITING_FINGERPRINT}, ("vm-waiting",)),
     # "instance": compute instance `notebook` (the owner's), Running; "instance-stopped": the same, Stopped
     Endpoint("instance-retrieve", "get", f"{WS}/computes/notebook/", read(), needs=("instance",)),
     Endpoint("instance-stop", "post", f"{WS}/computes/notebook/stop/", instance_user(202), needs=("instance",)),
@@ -273,6 +278,10 @@ def test_authorization_matrix(endpoint, role, users, workspace, nina, api_as, se
         workspace.save(update_fields=["local_compute_enabled"])
     if "compute" in endpoint.needs:
         create_compute(workspace, users["owner"], name="cpu-cluster")
+    if "vm-waiting" in endpoint.needs:  # VM `vm`, its host key scanned on first contact and not yet confirmed
+        vm = create_compute(workspace, users["owner"], "virtualmachine")
+        vm.properties = {**vm.properties, "host_key": WAITING_KEY, "host_key_confirmed": False}
+        vm.save(update_fields=["properties"])
     if {"instance", "instance-stopped"} & set(endpoint.needs):
         compute_instance(workspace, users["owner"], stopped="instance-stopped" in endpoint.needs)
     if "kubernetes" in endpoint.needs:

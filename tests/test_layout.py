@@ -121,7 +121,8 @@ PURE = ["controlplane/specs.py", "controlplane/kube/names.py", "controlplane/kub
         "assets/specs/pods.py", "assets/specs/conda.py", "assets/specs/realise.py",
         "endpoints/model_spec.py",
         "assets/curated.py", "ignorerules/__init__.py",
-        "jobs/clusters.py", "jobs/serverless.py", "compute/schedules.py", "compute/instance_proxy/rules.py", "compute/idle.py"]
+        "jobs/clusters.py", "jobs/serverless.py", "compute/schedules.py", "compute/instance_proxy/rules.py", "compute/idle.py",
+        "compute/hostkeys.py", "compute/vmprobe.py"]
 # Libraries some pure modules compute with: time arithmetic only, no I/O (cron and RFC 5545 recurrence rules).
 PURE_LIBRARIES = {"compute/schedules.py": {"croniter", "dateutil"}}
 PURE_MODULES = {path.removesuffix(".py").replace("/", ".") for path in PURE}

@@ -156,6 +156,14 @@ def test_job_events_are_a_list_without_the_job_lists_filters(openapi):
     assert resolve(openapi, envelope["properties"]["results"]["items"])["properties"].keys() == {"time", "type", "reason", "message"}
 
 
+def test_confirming_a_host_key_takes_the_fingerprint_and_answers_202_with_the_compute(openapi):
+    operation = openapi["paths"]["/api/v1/workspaces/{workspace_name}/computes/{name}/confirm-host-key/"]["post"]
+    assert body_schema(operation["responses"]["202"]) == {"$ref": "#/components/schemas/Compute"}
+    request = resolve(openapi, body_schema(operation["requestBody"]))
+    assert request["required"] == ["fingerprint"] and request["properties"]["fingerprint"]["pattern"].startswith("^SHA256")
+    assert {"400", "409"} <= set(operation["responses"])
+
+
 def test_job_actions_answer_202_with_the_job(openapi):
     for path, method in ((JOBS + "{name}/", "delete"), (JOBS + "{name}/cancel/", "post")):
         assert body_schema(openapi["paths"][path][method]["responses"]["202"]) == {"$ref": "#/components/schemas/Job"}, path

@@ -1,4 +1,4 @@
-"""dockyard compute list | show | create | attach | nodes | delete | start | stop | restart."""
+"""dockyard compute list | show | create | attach | confirm-host-key | nodes | delete | start | stop | restart."""
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -7,13 +7,15 @@ import click
 from ..client import ApiClient
 from ..context import State, output_option, pass_state, workspace_option
 from ..documents import Document, apply_assignments, read_side_file, read_text, single_document
-from ..errors import EXIT_USAGE, ApiError, InvalidInput
+from ..errors import EXIT_API_ERROR, EXIT_USAGE, ApiError, CliError, InvalidInput
 from ..output import Column, field, print_item, print_list, print_written, timestamp
 from ..provisioning import provisioning_failed, wait_until_provisioned
 from ..resources.compute import (
     COMPUTE_TYPES,
+    SSH_HOST_TYPES,
     compute_body,
     computes_path,
+    confirm_host_key_path,
     instance_action_path,
     nodes_path,
     not_found_in_workspace,
@@ -108,7 +110,34 @@ def show_compute(state: State, name: str) -> None:
         item = {**{key: value for key, value in item.items() if key != "status"}, **node_counts(item.get("status") or {})}
     if state.output == "table" and item.get("type") == "computeinstance":
         item = {**item, **instance_state(item)}
+    if state.output == "table" and item.get("type") in SSH_HOST_TYPES:
+        item = {**{key: value for key, value in item.items() if key != "status"}, **host_findings(item.get("status") or {})}
     print_item(item, state.output)
+
+
+def host_findings(status: dict) -> dict:
+    """An SSH host's status as `compute show` prints it: the host key's standing, then the probes (when there are)."""
+    key = status.get("host_key_fingerprint")
+    standing = "confirmed" if status.get("host_key_confirmed") else "waiting for confirmation"
+    rows = {"host_key": f"{key} ({standing})" if key else "not recorded yet"}
+    if status.get("presented_host_key_fingerprint"):
+        rows["presented_host_key"] = f"{status['presented_host_key_fingerprint']} (not the recorded key)"
+    if "cpus" in status:
+        rows.update(host_probes(status))
+    return rows
+
+
+def host_probes(status: dict) -> dict:
+    """What the probes found: CPUs, memory, GPUs (each with its memory), OS, disk, docker, systemd."""
+    gpus = status.get("gpus") or []
+    listed = "; ".join(f"{gpu.get('index')}: {gpu.get('name')} ({gpu.get('memory_mb')} MiB)" for gpu in gpus)
+    return {
+        "cpus": status.get("cpus"), "memory": f"{status.get('memory_mb')} MiB",
+        "gpus": f"{len(gpus)} ({listed})" if gpus else "0 (no nvidia-smi, or it lists none)",
+        "os": f"{status.get('os') or '?'}, {status.get('arch') or '?'}, kernel {status.get('kernel') or '?'}",
+        "disk_free": f"{status.get('disk_free_mb')} of {status.get('disk_total_mb')} MiB",
+        "docker": status.get("docker") or "absent", "systemd": bool(status.get("systemd")),
+    }
 
 
 def instance_state(item: dict) -> dict:
@@ -240,6 +269,10 @@ def attach_document(source: str | None, name: str | None, kubeconfig: str | None
 @click.option("--namespace", help="The namespace jobs and endpoints run in (default: default).")
 @click.option("--node-selector", "node_selector", multiple=True, metavar="KEY=VALUE",
               help="A node label every pod must match (repeatable).")
+@click.option("--host-key-fingerprint", "host_key_fingerprint", metavar="SHA256:…",
+              help="A virtualmachine's (or hdinsight's) host key fingerprint, known beforehand (ssh-keygen -lf on the "
+                   "host): the key is confirmed if it matches, else the attach fails.")
+@click.option("-y", "--yes", is_flag=True, help="Confirm the host key an SSH host presents without asking (scripts).")
 @click.option("--no-wait", is_flag=True, help="Return once the record is created; do not wait for the cluster's checks.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=120, show_default=True, metavar="SECONDS",
               help="How long to wait for Succeeded or Failed.")
@@ -247,16 +280,24 @@ def attach_document(source: str | None, name: str | None, kubeconfig: str | None
 @output_option
 @pass_state
 def attach_compute(state: State, source: str | None, name: str | None, kubeconfig: str | None, context: str | None,
-                   namespace: str | None, node_selector: tuple[str, ...], no_wait: bool, timeout: float) -> None:
-    """Attach a Kubernetes cluster and wait until it is checked.
+                   namespace: str | None, node_selector: tuple[str, ...], host_key_fingerprint: str | None, yes: bool,
+                   no_wait: bool, timeout: float) -> None:
+    """Attach a Kubernetes cluster or an SSH host and wait until it is checked.
 
     From a file (`-f k8s.yml`: type kubernetes, name, namespace, node_selector, kubeconfig_file or
     kubeconfig, context) or from options (`--name N --kubeconfig FILE`); options override the file.
     Dockyard reaches the API server, checks the namespace and the credentials' rights and installs the
-    InstanceType CRD; a failure prints each problem and exits 1. Other attached types (virtualmachine,
-    databricks …) are accepted from a file too.
+    InstanceType CRD; a failure prints each problem and exits 1.
+
+    A virtualmachine (`-f vm.yml`: address, ssh_settings with admin_username and ssh_private_key_file or
+    admin_password): Dockyard records the host key the machine presents and asks you to confirm its
+    fingerprint (compare it with `ssh-keygen -lf` on the host; --yes confirms without asking,
+    --host-key-fingerprint gives it beforehand), then logs in and shows the CPUs, memory and GPUs it found.
+    Other attached types (hdinsight, databricks …) are accepted from a file too.
     """
     document = attach_document(source, name, kubeconfig, context, namespace, node_selector)
+    if host_key_fingerprint is not None or yes:
+        ssh_host_options(document, host_key_fingerprint)
     workspace, client = state.workspace, state.client()
     created = post_compute(client, workspace, document)
     label = f"compute/{created['name']}"
@@ -268,12 +309,75 @@ def attach_compute(state: State, source: str | None, name: str | None, kubeconfi
             print_item(created, state.output)
         return
     path = computes_path(workspace, created["name"])
-    final = wait_until_provisioned(client, path, created, label, timeout, lambda line: click.echo(line, err=not table),
-                                   f"dockyard compute show {created['name']}")
+
+    def progress(line: str) -> None:
+        click.echo(line, err=not table)
+
+    show = f"dockyard compute show {created['name']}"
+    if created.get("type") in SSH_HOST_TYPES:
+        waiting = wait_until_provisioned(client, path, created, label, timeout, progress, show, stop=awaits_confirmation)
+        if awaits_confirmation(waiting):
+            created = confirm_presented_key(client, workspace, waiting, label, yes, progress)
+    final = wait_until_provisioned(client, path, created, label, timeout, progress, show)
     if not table:
         print_item(final, state.output)
     if final.get("provisioning_state") == "Failed":
         raise provisioning_failed(label, final)
+    if table and final.get("type") in SSH_HOST_TYPES:
+        click.echo("\n".join(f"  {key}: {value}" for key, value in host_probes(final.get("status") or {}).items()))
+
+
+def ssh_host_options(document: Document, host_key_fingerprint: str | None) -> None:
+    """--host-key-fingerprint and --yes are for SSH hosts; the fingerprint goes in the body."""
+    if document.body.get("type") not in SSH_HOST_TYPES:
+        raise InvalidInput("--host-key-fingerprint and --yes are for virtualmachine and hdinsight computes.",
+                           code="InvalidOption", exit_code=EXIT_USAGE)
+    if host_key_fingerprint is not None:
+        document.body = {**document.body, "host_key_fingerprint": host_key_fingerprint}
+
+
+def awaits_confirmation(item: dict) -> bool:
+    """An SSH host whose presented key waits for an admin (first contact, nothing given to compare it with)."""
+    status = item.get("status") or {}
+    return item.get("provisioning_state") == "Creating" and status.get("host_key_confirmed") is False
+
+
+def confirm_presented_key(client: ApiClient, workspace: str, item: dict, label: str, yes: bool, progress) -> dict:
+    """Show the presented key's fingerprint and ask (unless --yes); confirmed, POST it and return the record."""
+    shown = item["status"]["host_key_fingerprint"]
+    progress(f"{label} presents host key {shown}")
+    if not yes:
+        progress("Compare it with the host's own: `ssh-keygen -lf` of its key in /etc/ssh, run on the host.")
+        try:
+            yes = click.confirm("Confirm?", default=False, err=True)
+        except click.Abort:  # no answer (standard input closed): not confirmed
+            yes = False
+    if not yes:
+        raise CliError(f"{label} waits for its host key to be confirmed; nothing logged in to it. Confirm it later "
+                       f"with `dockyard compute confirm-host-key {item['name']} {shown}`.", code="HostKeyNotConfirmed",
+                       exit_code=EXIT_API_ERROR)
+    return client.post(confirm_host_key_path(workspace, item["name"]), {"fingerprint": shown}).body
+
+
+@compute.command("confirm-host-key")
+@click.argument("name")
+@click.argument("fingerprint")
+@workspace_option
+@output_option
+@pass_state
+def confirm_host_key(state: State, name: str, fingerprint: str) -> None:
+    """Confirm the host key an SSH host (virtualmachine, hdinsight) presented: on first contact, or after the
+    host was reinstalled and presents a new one.
+
+    FINGERPRINT is the one `compute show NAME` prints (SHA256:…); compare it with `ssh-keygen -lf` on the host
+    first. Dockyard then logs in with that key pinned and probes the host.
+    """
+    workspace, client = state.workspace, state.client()
+    try:
+        item = client.post(confirm_host_key_path(workspace, name), {"fingerprint": fingerprint}).body
+    except ApiError as error:
+        raise not_found_in_workspace(client, workspace, name, error) from None
+    print_written(item, state.output, f"compute/{name} host key {fingerprint} confirmed (now {item.get('provisioning_state')})")
 
 
 def node_gpus(row: dict) -> object:

@@ -38,6 +38,11 @@ def instance_action_path(workspace: str, compute: str, action: str) -> str:
     return path_of("workspaces", workspace, "computes", compute, action)
 
 
+def confirm_host_key_path(workspace: str, compute: str) -> str:
+    """POST {"fingerprint": …} here to confirm the host key an SSH host presented."""
+    return path_of("workspaces", workspace, "computes", compute, "confirm-host-key")
+
+
 def nodes_path(workspace: str, compute: str) -> str:
     return path_of("workspaces", workspace, "computes", compute, "nodes")
 

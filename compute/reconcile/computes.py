@@ -9,7 +9,7 @@ from controlplane.kube import client as kube
 from controlplane.kube.connection import Connection
 from controlplane.reconciling import ProvisioningState, problem, record_status
 
-from ..choices import ComputeType
+from ..choices import SSH_TYPES, ComputeType
 from ..connections import connection_for, on_cluster
 from ..manifests import INSTANCE_TYPE_CRD_NAME, INSTANCE_TYPE_GROUP, instance_type_crd
 from ..models import Cluster, ComputeTarget
@@ -33,7 +33,6 @@ REQUIRED_ACCESS = [
     ("delete", "", "secrets", True),
 ]
 CRD_POLLS, CRD_POLL_SECONDS = 20, 0.25
-SSH_TYPES = (ComputeType.VIRTUALMACHINE, ComputeType.HDINSIGHT)  # hosts Dockyard logs in to over SSH
 
 
 def reconcile_compute(compute: ComputeTarget) -> None:

@@ -7,15 +7,14 @@ unless allowed, no link-local or metadata addresses) and connects to the address
 once recorded. Errors are Dockyard's own sentences: nothing the remote side says is repeated in them.
 """
 import asyncio
-import base64
 import errno
-import hashlib
 import socket
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import asyncssh
 
+from compute.hostkeys import fingerprint
 from controlplane import addresses
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach the host and log in
@@ -98,13 +97,6 @@ class Result:
 
     def text(self) -> str:
         return self.stdout.decode("utf-8", errors="replace")
-
-
-def fingerprint(key_line: str) -> str:
-    """OpenSSH's SHA256 fingerprint of a public key line ("ssh-ed25519 AAAA… [comment]")."""
-    parts = key_line.split()
-    blob = base64.b64decode(parts[1]) if len(parts) > 1 else b""
-    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
 def _target(host: SshHost) -> str:

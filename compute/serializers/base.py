@@ -11,7 +11,7 @@ from rest_framework.fields import empty
 from controlplane.reconciling import ProvisioningState
 
 from ..capabilities import RECORD_ONLY
-from ..choices import ComputeType
+from ..choices import SSH_TYPES, ComputeType
 from ..models import ComputeInstance, ComputeTarget
 from ..spec import KINDS
 
@@ -94,6 +94,7 @@ def compute_as_dict(compute: ComputeTarget) -> dict:
         "provisioning_errors": compute.provisioning_errors,
         "backend": RECORD_ONLY.get(compute.type),
         **({"status": compute.status} if compute.type == ComputeType.AMLCOMPUTE else {}),
+        **({"status": compute.status, "checked_at": compute.checked_at} if compute.type in SSH_TYPES else {}),
         **(instance_as_dict(compute) if compute.type == ComputeType.COMPUTEINSTANCE else {}),
         "secrets_set": compute.secret_fields,
         "created_by": creator_name(compute),

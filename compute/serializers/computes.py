@@ -6,6 +6,7 @@ describe the same bodies for the schema (compute/tests/test_spec_and_serializers
 from rest_framework import serializers
 
 from ..choices import ComputeType, DesiredState, InstanceState, StopCause, Tier
+from ..hostkeys import FINGERPRINT, FINGERPRINT_MESSAGE
 from ..spec.rules import USERNAME
 from .base import ComputeSerializer, StrictSerializer, secret_field
 from .pools import ClusterApiSerializer, NodeClassRefSerializer, PoolStatusSerializer
@@ -111,6 +112,40 @@ class ComputeInstanceSerializer(ComputeSerializer):
         help_text="links to JupyterLab, VS Code and a terminal through Dockyard's proxy; null unless you may open it")
 
 
+class GpuSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    name = serializers.CharField()
+    memory_mb = serializers.IntegerField(allow_null=True)
+    uuid = serializers.CharField(allow_null=True)
+    driver_version = serializers.CharField(allow_null=True)
+
+
+class HostStatusSerializer(serializers.Serializer):
+    """An SSH host as last checked: its host key's standing and the probes (empty before the first contact)."""
+
+    host_key_fingerprint = serializers.CharField(required=False, help_text="the recorded host key's SHA256 fingerprint")
+    host_key_confirmed = serializers.BooleanField(required=False, help_text="false: waiting for confirm-host-key")
+    presented_host_key_fingerprint = serializers.CharField(
+        required=False, help_text="a key the host presented instead of the recorded one (confirm it if it was reinstalled)")
+    message = serializers.CharField(required=False)
+    os = serializers.CharField(required=False, allow_null=True)
+    kernel = serializers.CharField(required=False, allow_null=True)
+    arch = serializers.CharField(required=False, allow_null=True)
+    cpus = serializers.IntegerField(required=False, allow_null=True)
+    memory_mb = serializers.IntegerField(required=False, allow_null=True)
+    disk_total_mb = serializers.IntegerField(required=False, allow_null=True, help_text="of the jobs folder's filesystem")
+    disk_free_mb = serializers.IntegerField(required=False, allow_null=True)
+    docker = serializers.CharField(required=False, allow_null=True, help_text="docker's version; null when absent")
+    systemd = serializers.BooleanField(required=False, help_text="PID 1 is systemd")
+    gpus = GpuSerializer(many=True, required=False, help_text="from nvidia-smi; [] when it is absent")
+
+
+class HostKeyConfirmationSerializer(serializers.Serializer):
+    """The body of confirm-host-key: the fingerprint the host presented, as compared with the host's own."""
+
+    fingerprint = serializers.RegexField(FINGERPRINT.pattern, help_text="SHA256:… (ssh-keygen -lf on the host)")
+
+
 class SshHostSerializer(ComputeSerializer):
     """An SSH-reachable host: address, port, user, and a password or private key."""
 
@@ -120,6 +155,14 @@ class SshHostSerializer(ComputeSerializer):
     admin_username = serializers.RegexField(**USERNAME_FIELD)
     admin_password = secret_field()
     ssh_private_key = secret_field(help_text="PEM or OpenSSH private key; write-only, stored encrypted")
+    host_key_fingerprint = serializers.RegexField(
+        FINGERPRINT.pattern, required=False, allow_null=True, default=None, max_length=50,
+        error_messages={"invalid": FINGERPRINT_MESSAGE},
+        help_text="the host key's SHA256 fingerprint (ssh-keygen -lf): given, the key the host presents on first "
+                  "contact is confirmed when it matches (else the attach fails); not given, an admin confirms it "
+                  "(confirm-host-key). Set to the confirmed key's fingerprint once confirmed")
+    status = HostStatusSerializer(read_only=True)
+    checked_at = serializers.DateTimeField(read_only=True, allow_null=True, help_text="when the worker last checked the host")
 
 
 class VirtualMachineSerializer(SshHostSerializer):

@@ -1,4 +1,5 @@
 """Bodies of the attached types Dockyard keeps as records: SSH hosts and the Azure resources (pure)."""
+from ..hostkeys import FINGERPRINT, FINGERPRINT_MESSAGE
 from .fields import Checks, Integer, Pattern, Refused, Text, Url, rule
 from .forms import Invalid, problem
 from .kinds import USERNAME_MESSAGE, ComputeKind, secret
@@ -8,11 +9,13 @@ SSH_SETTINGS_FIELDS = ("admin_username", "admin_password", "ssh_port", "ssh_priv
 
 
 class SshHost(ComputeKind):
-    """An SSH-reachable host: address, port, user, and a password or private key."""
+    """An SSH-reachable host: address, port, user, and a password or private key; optionally the host key's
+    fingerprint, which then confirms the key on first contact (else an admin confirms what the host presented)."""
 
     secret_fields = ("admin_password", "ssh_private_key")
     kept_as_given = ("resource_id",)
     aliases = ("ssh_settings",)
+    shown = ("status", "checked_at")
 
     own = {
         "address": Text(max_length=253, messages={
@@ -22,6 +25,8 @@ class SshHost(ComputeKind):
         "admin_username": Pattern(USERNAME, max_length=64, messages={"invalid": USERNAME_MESSAGE}),
         "admin_password": secret(),
         "ssh_private_key": secret(),
+        # Dockyard's own field (Azure ML has none): the key this host must present, "SHA256:…" as ssh-keygen -lf says
+        "host_key_fingerprint": Pattern(FINGERPRINT, required=False, allow_null=True, max_length=50, messages={"invalid": FINGERPRINT_MESSAGE}),
     }
 
     def normalise(self, data: dict) -> dict:

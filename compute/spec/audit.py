@@ -5,7 +5,6 @@ tests/test_field_audit.py walks these against the parsers' accepted fields and t
 
 _INSTANCE_POD = ("describes an Azure VM's {what}; a compute instance is a pod on its attached cluster, whose {what} the "
                  "cluster decides. It is kept so Azure ML files load unchanged")
-_SSH_LATER = "is stored (secrets encrypted) for the SSH runner a later release adds; today no job runs over SSH"
 _PIPELINES = "is stored as a reference for pipeline steps, which Dockyard does not run; nothing uses it"
 _AZURE_ONLY = "describes an Azure resource Dockyard has no counterpart for; it is kept so Azure ML files load unchanged"
 
@@ -19,8 +18,6 @@ STORED_ONLY: dict[str, str] = {
         ("network_settings", "network and subnet"), ("enable_node_public_ip", "public address"),
         ("identity", "managed identity (the pod runs with the namespace's service account)"))},
     "computeinstance.location": f"location {_AZURE_ONLY}.",
-    **{f"{kind}.{key}": f"{key} {_SSH_LATER}." for kind in ("virtualmachine", "hdinsight") for key in (
-        "address", "ssh_port", "admin_username", "admin_password", "ssh_private_key", "ssh_settings")},
     **{f"{kind}.resource_id": f"resource_id {_AZURE_ONLY}." for kind in ("virtualmachine", "hdinsight")},
     **{f"{kind}.{key}": f"{key} {_PIPELINES}." for kind, keys in (
         ("databricks", ("resource_id", "workspace_url", "access_token")),

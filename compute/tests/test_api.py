@@ -40,7 +40,9 @@ def test_create_each_type(owner_api, workspace, compute_type, secrets, django_ca
         response = owner_api.post(URL, data, format="json")
     assert response.status_code == 201, response.json()
     created = response.json()
-    shown = {"amlcompute": {"status"}, "computeinstance": INSTANCE_SHOWN}.get(compute_type, set())
+    ssh_host = {"status", "checked_at", "host_key_fingerprint"}  # the check's findings; the fingerprint null until given
+    shown = {"amlcompute": {"status"}, "computeinstance": INSTANCE_SHOWN, "virtualmachine": ssh_host,
+             "hdinsight": ssh_host}.get(compute_type, set())
     assert set(created) == COMMON | set(fields) | shown
     assert {key: created[key] for key in fields} == fields
     assert (created["name"], created["type"], created["description"], created["tags"]) == (data["name"], compute_type, "made in a test", {"team": "a"})

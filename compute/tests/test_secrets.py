@@ -8,12 +8,14 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.apps import apps
 from django.db import connection, models
 
+from compute.hostkeys import fingerprint
 from compute.models import ComputeTarget
 from compute.tests.factories import PRIVATE_KEY, body, create_compute, kubeconfig
 from tests.support import assert_error
 from workspaces.models import AuditEvent
 
 URL = "/api/v1/workspaces/team-a/computes/"
+WAITING_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDmMHpRKkXoHIqRQ2e6G+tnDBUiEyTQj5aaRfDWbS5Xf"  # a host key to confirm
 
 
 def marker(label: str) -> str:
@@ -107,6 +109,11 @@ def test_secrets_never_leave_in_responses_logs_or_plain_in_the_database(owner_ap
         rotated = marker(field)
         markers.append(rotated)
         keep(owner_api.patch(URL + f"{name}/", {field: make(rotated)}, format="json"), 200)
+    for name in ("vm-key", "vm-password"):  # the host key confirmation answers with the VM too
+        vm = ComputeTarget.objects.get(name=name)
+        vm.properties = {**vm.properties, "host_key": WAITING_KEY, "host_key_confirmed": False}
+        vm.save(update_fields=["properties"])
+        keep(owner_api.post(URL + f"{name}/confirm-host-key/", {"fingerprint": fingerprint(WAITING_KEY)}, format="json"), 202)
     keep(owner_api.get(URL), 200)
     keep(owner_api.get("/api/v1/workspaces/team-a/events/"), 200)
 

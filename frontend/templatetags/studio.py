@@ -109,6 +109,17 @@ def change_rows(changes: dict) -> list[tuple[str, str]]:
 
 
 @register.filter
+def megabytes(value) -> str:
+    """Megabytes as a person reads them: 512 MiB, 15.5 GiB, 1.8 TiB; unknown as an em dash."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "—"
+    for unit, size in (("TiB", 1024 * 1024), ("GiB", 1024)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{value:g} MiB"
+
+
+@register.filter
 def item(mapping, key: str):
     """mapping[key] for keys a template cannot spell, such as nvidia.com/gpu; None when absent."""
     return mapping.get(key) if isinstance(mapping, dict) else None

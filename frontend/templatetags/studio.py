@@ -69,7 +69,9 @@ def summary(compute) -> str:
     if compute.type == ComputeType.KUBERNETES:
         return f"{p.get('server', '')} · namespace {p.get('namespace', 'default')}"
     if "address" in p:
-        return f"{p.get('admin_username')}@{p['address']}:{p.get('ssh_port', 22)}"
+        probed = compute.status or {}
+        size = f" · {probed['cpus']} CPUs · {len(probed.get('gpus') or [])} GPUs" if probed.get("cpus") else ""
+        return f"{p.get('admin_username')}@{p['address']}:{p.get('ssh_port', 22)}{size}"
     return p.get("workspace_url") or p.get("account_name") or p.get("resource_id", "").rsplit("/", 1)[-1]
 
 

@@ -183,8 +183,8 @@ def test_succeeded_shows_the_probes_the_gpus_and_the_running_jobs(owner_client, 
         "Memory": "216 GiB", "Disk (jobs folder)": "500 GiB free of 1000 GiB", "Docker": "26.1.3",
         "systemd as PID 1": "yes", "Last checked": "2026-12-03 08:00:00 UTC",
     }
-    gpus = re.findall(r'<tr data-gpu="(\d+)">\s*<td[^>]*>\d+</td>\s*<td[^>]*>([^<]+)</td>\s*<td[^>]*>([^<]+)</td>\s*'
-                      r'<td[^>]*>([^<]+)</td>\s*<td[^>]*>([^<]+)</td>', body)
+    gpus = [tuple(re.search(rf"data-gpu-{part}>([^<]+)<", row).group(1) for part in ("index", "name", "memory", "uuid", "driver"))
+            for row in re.findall(r'<tr data-gpu="\d+">(.*?)</tr>', body, re.S)]
     assert gpus == [
         ("0", "NVIDIA A100 80GB PCIe", "80 GiB", "GPU-1f0c3a2e-aaaa-bbbb-cccc-000000000000", "550.54.15"),
         ("1", "NVIDIA A100 80GB PCIe", "80 GiB", "GPU-1f0c3a2e-aaaa-bbbb-cccc-000000000001", "550.54.15"),
@@ -210,6 +210,7 @@ def test_a_changed_key_warns_and_offers_the_new_key_to_confirm(owner_client, key
     body = text(owner_client.get(PAGE))
     card = confirm_card(body)
     assert "The host key changed" in card and f"Dockyard pinned <code>{KEY}</code>" in card
+    assert "pinned; the host now presents another" in body
     assert f'data-presented>{NEW_KEY}</code>' in card
     assert f'<input type="hidden" name="fingerprint" value="{NEW_KEY}">' in card
     assert "Provisioning failed" in body and "HostKeyChanged" in body
@@ -310,4 +311,5 @@ def test_the_attached_tab_says_what_each_vm_waits_for(owner_client, workspace, o
     note = {name: re.search(r"data-state-note>([^<]+)<", row) for name, row in rows.items()}
     assert {name: match.group(1) if match else "" for name, match in note.items()} == {
         "gpubox": "Awaiting host-key confirmation", "rotated": "Host key changed", "fresh": "Contacting the host", "ready": ""}
+    assert "u@10.0.0.11:22 · 24 CPUs · 2 GPUs" in rows["ready"] and "CPUs" not in rows["fresh"]
     assert 'hx-trigger="every 2s"' in body  # `fresh` is being contacted: the tab refreshes itself

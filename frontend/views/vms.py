@@ -154,5 +154,5 @@ def confirm_host_key(request, ws, name):
     except USER_ERRORS as exc:
         messages.error(request, error_rows(exc)[0]["message"])
     else:
-        messages.success(request, f"Host key {fingerprint} confirmed: Dockyard is finishing the attach of {compute.name}.")
+        messages.success(request, f"Host key {fingerprint} confirmed: Dockyard now logs in to {compute.name} and probes it.")
     return redirect("frontend:compute-detail", ws=ws, name=name)

@@ -110,7 +110,7 @@ def confirm_service(monkeypatch):
         compute.save(update_fields=["status", "properties", "provisioning_state", "provisioning_errors"])
         return compute
 
-    if getattr(services.compute_confirm_host_key, "__doc__", "").find("placeholder") >= 0:
+    if "placeholder" in (services.compute_confirm_host_key.__doc__ or ""):
         monkeypatch.setattr(services, "compute_confirm_host_key", confirm)
     return calls
 

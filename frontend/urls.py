@@ -17,6 +17,7 @@ from .views import (
     tokens,
     uploads,
     users,
+    vms,
 )
 
 app_name = "frontend"
@@ -30,6 +31,9 @@ workspace_urls = [
     # A compute instance's state panel (polled) and its Start / Stop / Restart.
     path("compute/<str:name>/instance/", instances.panel, name="instance-panel"),
     path("compute/<str:name>/instance/<str:verb>/", instances.action, name="instance-action"),
+    # An attached VM's panel (polled while it attaches) and its host-key confirmation.
+    path("compute/<str:name>/vm/", vms.panel, name="vm-panel"),
+    path("compute/<str:name>/confirm-host-key/", vms.confirm_host_key, name="vm-confirm-host-key"),
     # A Kubernetes compute's sections, before the create routes so that a compute called "new" keeps them.
     path("compute/<str:name>/status/", clusters.status, name="cluster-status"),
     path("compute/<str:name>/pool/", pools.pool, name="compute-pool"),

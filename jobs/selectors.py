@@ -9,7 +9,7 @@ from assets.models import Blob, Snapshot
 from workspaces.models import Workspace
 
 from . import files
-from .choices import Target
+from .choices import TERMINAL, Target
 from .files import FileRefused  # what output_list and output_file raise (transports catch it from here)
 from .filters import JobFilter
 from .models import Job, JobEvent, JobLogLine
@@ -51,6 +51,12 @@ def job_count(*, workspace: Workspace, filters: dict) -> int:
 def experiment_list(*, workspace: Workspace) -> list[str]:
     """The experiment names the workspace's jobs were filed under, alphabetically."""
     return list(job_list(workspace=workspace).order_by("experiment_name").values_list("experiment_name", flat=True).distinct())
+
+
+def jobs_running_on(*, compute) -> QuerySet[Job]:
+    """The jobs of a compute's workspace that run (or wait) on it, oldest first: every status but the terminal ones."""
+    return (Job.objects.filter(workspace_id=compute.workspace_id, compute=compute, deleting=False)
+            .exclude(status__in=TERMINAL).select_related("created_by").defer("manifests").order_by("created_at", "id"))
 
 
 def job_get(*, workspace: Workspace, name: str) -> Job:

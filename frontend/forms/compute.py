@@ -48,6 +48,11 @@ SSH_HOST = (
     Field(
         "ssh_private_key", "SSH private key", "secret_text", help="PEM or OpenSSH private key: paste it or choose the file."
     ),
+    Field(
+        "host_key_fingerprint", "Host key fingerprint (SHA256:…)",
+        help="Optional: what ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub prints on the host. Given, the attach "
+             "goes on at once when the host presents that key; left empty, you confirm the key it presents first.",
+    ),
 )
 
 TYPE_FIELDS: dict[str, tuple[Field, ...]] = {

@@ -69,7 +69,9 @@ def summary(compute) -> str:
     if compute.type == ComputeType.KUBERNETES:
         return f"{p.get('server', '')} · namespace {p.get('namespace', 'default')}"
     if "address" in p:
-        return f"{p.get('admin_username')}@{p['address']}:{p.get('ssh_port', 22)}"
+        probed = compute.status or {}
+        size = f" · {probed['cpus']} CPUs · {len(probed.get('gpus') or [])} GPUs" if probed.get("cpus") else ""
+        return f"{p.get('admin_username')}@{p['address']}:{p.get('ssh_port', 22)}{size}"
     return p.get("workspace_url") or p.get("account_name") or p.get("resource_id", "").rsplit("/", 1)[-1]
 
 
@@ -106,6 +108,17 @@ def change_rows(changes: dict) -> list[tuple[str, str]]:
             text = show(change)
         rows.append((key, text))
     return rows
+
+
+@register.filter
+def megabytes(value) -> str:
+    """Megabytes as a person reads them: 512 MiB, 15.5 GiB, 1.8 TiB; unknown as an em dash."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "—"
+    for unit, size in (("TiB", 1024 * 1024), ("GiB", 1024)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{value:g} MiB"
 
 
 @register.filter

@@ -229,8 +229,9 @@ def test_valid_form_creates_the_compute_in_its_tab(owner_client, workspace, host
     response = owner_client.post(f"/w/team-a/compute/new/{compute_type}/", form)
     assert response.status_code == 302, re.findall(r'invalid-feedback[^>]*>([^<]+)', text(response))
     # A Kubernetes cluster goes to its own page, which shows the attach checks as they run; a compute cluster to its
-    # own, which shows its nodes; a compute instance to its own, which shows it settle into Running.
-    own_page = compute_type in ("kubernetes", "amlcompute", "computeinstance")
+    # own, which shows its nodes; a compute instance to its own, which shows it settle into Running; an SSH host to its
+    # own, which shows the host key to confirm and then the probes.
+    own_page = compute_type in ("kubernetes", "amlcompute", "computeinstance", "virtualmachine", "hdinsight")
     landing = f"/w/team-a/compute/{form['name']}/" if own_page else f"/w/team-a/compute/?tab={tab}"
     assert response["Location"] == landing
     compute = ComputeTarget.objects.get(workspace=workspace, name=form["name"])
@@ -378,7 +379,8 @@ def test_preview_needs_manage(client_as, workspace):
 def test_refresh_returns_only_the_list(owner_client, gpu_box):
     response = owner_client.get("/w/team-a/compute/?tab=attached", HTTP_HX_REQUEST="true")
     body = text(response)
-    assert body.lstrip().startswith('<div class="card" id="compute-list">') and "<html" not in body
+    # (the tab refreshes itself while gpu-box, Creating, is being contacted)
+    assert body.lstrip().startswith('<div class="card" id="compute-list"') and "<html" not in body
     assert 'data-compute="gpu-box"' in body
 
 

@@ -13,7 +13,7 @@ from compute.serializers import SERIALIZERS
 from controlplane.reconciling import ProvisioningState
 
 from ..forms import compute as compute_form
-from . import clusters, instances, pools
+from . import clusters, instances, pools, vms
 from .common import USER_ERRORS, error_rows, paste_submit, require, workspace_page
 
 TAB_LABELS = {
@@ -67,6 +67,9 @@ def hub(request, ws):
         computes = context["computes"].select_related("workspace", "instance__assigned_user")
         context["instance_views"] = instances.instance_views(request.user, computes)
         context["poll_seconds"] = instances.POLL_SECONDS if any(view.transitional for view in context["instance_views"]) else None
+    if tab == "attached":
+        context["notes"] = {compute.name: vms.state_note(compute) for compute in context["computes"]}
+        context["poll_seconds"] = vms.POLL_SECONDS if vms.CONTACTING in context["notes"].values() else None
     template = "frontend/compute/_list.html" if request.htmx else "frontend/compute/hub.html"
     return render(request, template, context)
 
@@ -115,8 +118,9 @@ def create(request, ws, compute_type):
     return render(request, "frontend/compute/create.html", context)
 
 
-# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes, an instance's state.
-OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE, ComputeType.COMPUTEINSTANCE)
+# Pages that show a new record's progress: a Kubernetes attachment's checks, a compute cluster's nodes, an instance's state,
+# an SSH host's key to confirm and its probes.
+OWN_PAGE_TYPES = (ComputeType.KUBERNETES, ComputeType.AMLCOMPUTE, ComputeType.COMPUTEINSTANCE, *vms.SSH_TYPES)
 
 
 def created(request, compute: ComputeTarget):
@@ -177,13 +181,15 @@ def detail(request, ws, name):
     """Properties (secrets only as 'set'), state, errors, tags and the YAML of one compute."""
     context = workspace_page(request, ws)
     compute = compute_or_404(context["workspace"], name)
-    body = {"name": compute.name, "type": compute.type, "description": compute.description, **compute.properties,
+    properties = {key: value for key, value in compute.properties.items() if key not in vms.HIDDEN_PROPERTIES}
+    body = {"name": compute.name, "type": compute.type, "description": compute.description, **properties,
             "tags": compute.tags}
     body = {key: value for key, value in body.items() if value not in ("", {}, None)}
     tab = TAB_OF_TYPE[compute.type]
     context.update(
         can_delete=context["perms"]["manage"] and compute.provisioning_state != ProvisioningState.DELETING,
-        nav="compute", compute=compute, tab=tab, tab_label=TAB_LABELS[tab], type_label=ComputeType(compute.type).label,
+        nav="compute", compute=compute, properties=properties, tab=tab, tab_label=TAB_LABELS[tab],
+        type_label=ComputeType(compute.type).label,
         secrets=[(key, key in compute.secret_fields) for key in SERIALIZERS[compute.type].secret_fields],
         yaml=compute_form.body_yaml(compute.type, body, compute.secret_fields), backend=capabilities.RECORD_ONLY.get(compute.type),
     )
@@ -191,6 +197,8 @@ def detail(request, ws, name):
         return clusters.page(request, context, compute, "overview")
     if compute.type == ComputeType.AMLCOMPUTE:
         context.update(pools.pool_context(compute))
+    if compute.type in vms.SSH_TYPES:
+        context.update(vms.vm_context(compute), backend=None)  # no longer a record only: the panel shows what runs
     if compute.type == ComputeType.COMPUTEINSTANCE:
         context = instances.panel_context(request, context, instances.instance_or_404(context["workspace"], name))
     return render(request, "frontend/compute/detail.html", context)

@@ -49,8 +49,8 @@ def test_a_create_with_the_broker_down_answers_201_and_a_later_resync_reconciles
         transactional_db, owner_api, workspace, caplog):
     host(workspace)  # where the instance runs
     with broker_down_context(), caplog.at_level(logging.WARNING, logger="controlplane.celery"):
-        # a record-only type: a compute instance now runs on a kubernetes compute
-        response = owner_api.post(f"{BASE}/", {"name": "cpu", "type": "virtualmachine", "address": "10.0.0.5", "admin_username": "azureuser", "admin_password": "pw-123456"}, format="json")
+        # a record-only type (a compute instance runs on a kubernetes compute, a virtualmachine is reached over SSH)
+        response = owner_api.post(f"{BASE}/", {"name": "cpu", "type": "databricks", "workspace_url": "https://adb-1.azuredatabricks.net", "access_token": "dapi123"}, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["provisioning_state"] == "Creating"
     assert ComputeTarget.objects.filter(name="cpu", provisioning_state=ProvisioningState.CREATING).exists()

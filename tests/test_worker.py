@@ -57,7 +57,7 @@ def test_update_then_delete_converge(worker, owner_api, workspace):
 
 def test_resync_catches_up_records_whose_message_was_lost(worker, owner, workspace):
     # Saved without an enqueue, as if the broker had been down when the change was committed.
-    ComputeTarget.objects.create(workspace=workspace, name="lost", type="virtualmachine", generation=3, observed_generation=1)
+    ComputeTarget.objects.create(workspace=workspace, name="lost", type="databricks", generation=3, observed_generation=1)
     resync.delay()
     wait_for(lambda: state_of("lost") == ProvisioningState.SUCCEEDED)
     assert ComputeTarget.objects.get(name="lost").observed_generation == 3

@@ -176,6 +176,26 @@ def test_an_unreachable_host_fails_saying_so_is_retried_and_recovers(owner_api, 
     assert check(compute).provisioning_state == ProvisioningState.SUCCEEDED
 
 
+def test_the_task_asks_celery_to_retry_an_unreachable_host_and_not_a_refused_login(owner_api, workspace, fresh, monkeypatch):
+    asked = []
+
+    def retry(*args, **kwargs):
+        asked.append(kwargs)
+        return RuntimeError("retry asked")
+
+    monkeypatch.setattr(tasks.reconcile_compute, "retry", retry)
+    assert owner_api.post(URL, vm_body(fresh, host_key_fingerprint=fingerprint(fresh.host_key)), format="json").status_code == 201
+    pk = ComputeTarget.objects.get(name="gpubox").pk
+    fresh.stop()
+    with pytest.raises(RuntimeError, match="retry asked"):
+        tasks.reconcile_compute.run(pk)
+    assert isinstance(asked[0]["exc"], KubeTransient) and asked[0]["countdown"] > 0
+    fresh.start()
+    ComputeTarget.objects.filter(pk=pk).update(secrets_encrypted="")  # no credentials: the login is refused
+    tasks.reconcile_compute.run(pk)
+    assert len(asked) == 1 and ComputeTarget.objects.get(pk=pk).provisioning_errors[0]["code"] == "AuthenticationFailed"
+
+
 def test_first_contact_with_no_server_is_retried_without_recording_a_key(owner_api, workspace, fresh):
     fresh.stop()
     response = owner_api.post(URL, vm_body(fresh), format="json")

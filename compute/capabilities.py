@@ -65,10 +65,6 @@ def supports(compute_type: str, workload: str) -> bool:
 # Types Dockyard keeps records of but cannot run anything on yet. Each record says so (`backend` in the API and the
 # studio), and jobs and deployments that name one are refused with the reason instead of waiting in a queue.
 RECORD_ONLY: dict[str, str] = {
-    "virtualmachine": (
-        "Records only: Dockyard does not run jobs over SSH yet, so jobs that name this VM are refused. The address is "
-        "checked and the credentials are stored encrypted for the SSH runner that a later release adds."
-    ),
     "hdinsight": (
         "Records only: Azure ML uses HDInsight for pipeline steps, which Dockyard does not run. Dockyard attaches its "
         "SSH head node (host key confirmed, probes shown) and runs nothing there."

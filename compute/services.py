@@ -257,11 +257,6 @@ def _refuse_serving_deployments(compute: ComputeTarget) -> None:
         raise Conflict(f"Compute '{compute.name}' runs the managed deployment(s) {named}; delete them first.")
 
 
-def compute_confirm_host_key(*, user, compute: ComputeTarget, fingerprint: str) -> ComputeTarget:
-    """Pin the host key an attached VM presented (placeholder: the attach branch brings the service)."""
-    raise NotImplementedError
-
-
 @transaction.atomic
 def compute_recheck(*, user, compute: ComputeTarget) -> ComputeTarget:
     """Run a compute's checks again now (a Kubernetes attachment: reachability, namespace, rights, CRD; then its nodes)."""

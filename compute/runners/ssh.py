@@ -21,6 +21,8 @@ CONNECT_TIMEOUT = 10.0  # seconds to reach the host and log in
 COMMAND_TIMEOUT = 60.0  # seconds any one remote command may take unless the caller says otherwise
 # Seconds of silence before a keepalive; three unanswered ones end the connection. A dropped link is thus noticed
 # within 4 x this (20 s; at 15 s it was a minute: tests/test_ssh_network.py measures it across a real veth link).
+MAX_OUTPUT = 4 * 1024 * 1024  # bytes of a command's output read at most (a look asks 256 KiB of log)
+MAX_STDERR = 64 * 1024
 KEEPALIVE = 5.0
 
 
@@ -197,11 +199,23 @@ class Session:
         except (OSError, asyncssh.Error) as exc:
             raise Unreachable(f"The connection to {self.host.where} was lost ({type(exc).__name__}).") from None
 
-    def run(self, command: str, stdin: bytes | str | None = None, timeout: float = COMMAND_TIMEOUT) -> Result:
-        """Run `command` by the remote user's shell; stdin as given (bytes or text)."""
+    def run(self, command: str, stdin: bytes | str | None = None, timeout: float = COMMAND_TIMEOUT,
+            max_output: int = MAX_OUTPUT) -> Result:
+        """Run `command` by the remote user's shell; stdin as given (bytes or text). A host that sends more than
+        `max_output` bytes (the remote side may be anything) is refused, not read into memory."""
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        done = self._call(self._connection.run(command, input=data, encoding=None, check=False), timeout)
-        return Result(done.exit_status, done.stdout or b"", done.stderr or b"")
+        return self._call(self._capped(command, data, max_output), timeout)
+
+    async def _capped(self, command: str, data: bytes | None, cap: int) -> Result:
+        async with self._connection.create_process(command, encoding=None) as process:
+            if data:
+                process.stdin.write(data)
+            process.stdin.write_eof()
+            # Both streams at once: one left unread would fill the channel's window and stall the other.
+            stdout, stderr = await asyncio.gather(_read_capped(process.stdout, cap, self.host),
+                                                  _read_capped(process.stderr, MAX_STDERR, self.host))
+            await process.wait_closed()
+            return Result(process.exit_status, stdout, stderr)
 
     def put(self, local_paths: list[str], remote_dir: str, timeout: float = 600.0) -> None:
         """Copy files and folders (recursively) into an existing remote folder over SFTP."""
@@ -238,6 +252,17 @@ def _host_key_check(host: SshHost, target: str, loop: asyncio.AbstractEventLoop)
     raise HostKeyChanged(f"The host at {host.where} presented host key {shown}, not the recorded "
                          f"{fingerprint(host.host_key)}. Dockyard does not connect until an admin records the new key "
                          "(if the host was reinstalled, confirm its new fingerprint).", presented)
+
+
+async def _read_capped(stream, cap: int, host: SshHost) -> bytes:
+    chunks, size = [], 0
+    while chunk := await stream.read(65536):
+        size += len(chunk)
+        if size > cap:
+            raise Refused(f"The host at {host.where} sent more than {cap} bytes for one command; Dockyard stopped "
+                          "reading it.")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 @contextmanager

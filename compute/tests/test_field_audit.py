@@ -70,7 +70,7 @@ def test_every_computeinstance_field_is_acted_on_but_azures_network_and_identity
 
 @pytest.mark.parametrize("compute_type", sorted(RECORD_ONLY))
 def test_every_field_of_a_record_only_type_is_declared_stored_only(compute_type):
-    acted_on = set(SSH_HOST_ACTS) if compute_type in SSH_TYPES else set()  # the attach uses them; no job runs there yet
+    acted_on = set(SSH_HOST_ACTS) if compute_type in SSH_TYPES else set()  # the attach uses them (HDInsight runs no job)
     undeclared = {key for key in ACCEPTED_FIELDS[compute_type] - SHOWN_OR_VALIDATED - acted_on
                   if f"{compute_type}.{key}" not in STORED_ONLY}
     assert undeclared == set()
@@ -94,7 +94,7 @@ def test_every_amlcompute_field_is_acted_on_but_its_region():
 
 
 def test_every_type_is_either_run_or_record_only():
-    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes", "amlcompute", "computeinstance"}
+    assert set(SERIALIZERS) == set(RECORD_ONLY) | {"kubernetes", "amlcompute", "computeinstance", "virtualmachine"}
 
 
 def test_the_instance_type_parser_stores_nothing_inert():

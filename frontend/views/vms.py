@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from compute import selectors, services
-from compute.choices import ComputeType
+from compute.choices import SSH_TYPES, ComputeType
 from compute.models import ComputeTarget
 from controlplane.reconciling import ProvisioningState
 from jobs import selectors as job_selectors
@@ -17,11 +17,10 @@ from jobs import selectors as job_selectors
 from ..templatetags.studio import megabytes
 from .common import USER_ERRORS, error_rows, require, workspace_page
 
-SSH_TYPES = (ComputeType.VIRTUALMACHINE, ComputeType.HDINSIGHT)
 POLL_SECONDS = 2
 KEYGEN = "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"
 # The key lines are public, but the page speaks in fingerprints: a line is long and says nothing to compare.
-HIDDEN_PROPERTIES = ("host_key", "presented_host_key")
+HIDDEN_PROPERTIES = ("host_key", "presented_host_key", "host_key_confirmed")  # kept by the check; the page says it
 AWAITING = "Awaiting host-key confirmation"
 KEY_CHANGED = "Host key changed"
 CONTACTING = "Contacting the host"
@@ -58,8 +57,11 @@ def key_changed(compute: ComputeTarget) -> bool:
 
 
 def awaiting_confirmation(compute: ComputeTarget) -> bool:
+    """A key waits for an admin: shown, not confirmed (the record's own flag turns at the confirm, the status's at the
+    check that follows it)."""
     status = compute.status or {}
-    return bool(status.get("host_key_fingerprint")) and not status.get("host_key_confirmed") and \
+    confirmed = status.get("host_key_confirmed") or (compute.properties or {}).get("host_key_confirmed")
+    return bool(status.get("host_key_fingerprint")) and not confirmed and \
         compute.provisioning_state in (ProvisioningState.CREATING, ProvisioningState.UPDATING)
 
 

@@ -186,10 +186,10 @@ def _variables(job: Job, folder: str, allotted: list[int]) -> dict[str, str]:
 
 def _docker_argv(job: Job, folder: str, key: str, command: str, names: list[str], allotted: list[int]) -> list[str]:
     size = vmsizes.vm_size(job.instance_type) if job.instance_type else None
-    shm = job.spec["resources"].get("shm_size")
+    # Azure ML's default shm_size (2g) too: Docker's own default /dev/shm (64m) is too small for data loaders.
+    shm = job.spec["resources"].get("shm_size") or DEFAULT_SHM
     return docker_run.docker_run_argv(
-        key=key, folder=folder, image=_image(job), command=command, env_names=names, gpus=allotted,
-        shm_size=shm if shm and shm != DEFAULT_SHM else None, cpus=size.vcpus if size else None,
+        key=key, folder=folder, image=_image(job), command=command, env_names=names, gpus=allotted, shm_size=shm, cpus=size.vcpus if size else None,
         memory_mb=int(size.memory_gib * 1024) if size else None,
     )
 

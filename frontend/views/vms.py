@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from compute import selectors, services
-from compute.choices import SSH_TYPES, ComputeType
+from compute.choices import SSH_TYPES
 from compute.models import ComputeTarget
 from controlplane.reconciling import ProvisioningState
 from jobs import selectors as job_selectors

@@ -224,12 +224,31 @@ class Session:
                 await sftp.put(local_paths, remote_dir, recurse=True, preserve=False)
         self._call(put(), timeout)
 
-    def get(self, remote_paths: list[str], local_dir: str, timeout: float = 600.0) -> None:
-        """Copy remote files and folders (recursively) into an existing local folder over SFTP."""
+    def get(self, remote_paths: list[str], local_dir: str, timeout: float = 600.0, max_bytes: int | None = None) -> int:
+        """Copy remote files and folders (recursively) into an existing local folder over SFTP, at most `max_bytes`
+        in all: the sizes a host reports may be anything, so the copy itself is counted and stopped past the limit.
+        Remote symbolic links arrive as links (never followed here: readers of the folder refuse them); one asyncssh
+        will not make (an absolute target, one out of the tree) is left out, not the whole copy. Returns how many
+        entries were left out."""
+        copied: dict[bytes, int] = {}
+        left_out: list[Exception] = []
+
+        def skip(exc: Exception) -> None:
+            if not isinstance(exc, asyncssh.SFTPError):
+                raise exc
+            left_out.append(exc)
+
+        def count(source: bytes, _target: bytes, done: int, _total: int) -> None:
+            copied[source] = done
+            if max_bytes is not None and sum(copied.values()) > max_bytes:
+                raise Refused(f"The host at {self.host.where} sent more than {max_bytes} bytes; the copy was stopped.")
+
         async def get():
             async with self._connection.start_sftp_client() as sftp:
-                await sftp.get(remote_paths, local_dir, recurse=True, preserve=False)
+                await sftp.get(remote_paths, local_dir, recurse=True, preserve=False, progress_handler=count,
+                               error_handler=skip)
         self._call(get(), timeout)
+        return len(left_out)
 
     def close(self) -> None:
         self._connection.close()

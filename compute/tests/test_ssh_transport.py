@@ -1,4 +1,6 @@
 """The SSH transport against a real sshd (tests/sshd.py): what a host sends back is bounded, whatever it is."""
+import os
+
 import pytest
 
 from compute.runners import ssh
@@ -28,3 +30,22 @@ def test_a_cap_of_the_callers_own(host):
         assert remote.run("head -c 1000 /dev/zero", max_output=1000).stdout == b"\x00" * 1000
         with pytest.raises(ssh.Refused):
             remote.run("head -c 1001 /dev/zero", max_output=1000)
+
+
+def test_a_copy_back_stops_past_its_limit_whatever_the_host_reports(host, sshd, tmp_path):
+    folder = f"dy-get-{tmp_path.name}"
+    sshd.run_as_user(f"mkdir -p {folder}/out && head -c 300000 /dev/zero > {folder}/out/a && "
+                     f"head -c 300000 /dev/zero > {folder}/out/b && ln -s /etc/passwd {folder}/out/absolute && "
+                     f"ln -s a {folder}/out/link")
+    try:
+        with ssh.session(host) as remote:
+            with pytest.raises(ssh.Refused, match="sent more than 500000 bytes"):
+                remote.get([f"{folder}/out"], str(tmp_path / "small"), max_bytes=500_000)
+            (tmp_path / "whole").mkdir()
+            assert remote.get([f"{folder}/out"], str(tmp_path / "whole"), max_bytes=600_000) == 1  # the absolute link
+
+        assert (tmp_path / "whole" / "out" / "a").stat().st_size == 300_000
+        assert os.readlink(tmp_path / "whole" / "out" / "link") == "a"  # a link, as on the host
+        assert not (tmp_path / "whole" / "out" / "absolute").exists()  # /etc/passwd of this host is never named
+    finally:
+        sshd.run_as_user(f"rm -rf {folder}")

@@ -284,7 +284,11 @@ def _fetch_outputs(job: Job, remote: ssh.Session) -> None:
                                             f"{settings.DOCKYARD_SNAPSHOT_MAX_BYTES} (DOCKYARD_SNAPSHOT_MAX_BYTES): it "
                                             f"is left on the host in {job.runner['dir']}.", "Warning")
             return
-        remote.get([f"{job.runner['dir']}/{WORKDIR}/{OUTPUTS}"], str(local))
+        left_out = remote.get([f"{job.runner['dir']}/{WORKDIR}/{OUTPUTS}"], str(local),
+                              max_bytes=settings.DOCKYARD_SNAPSHOT_MAX_BYTES)
+        if left_out:
+            event(job, "OutputsLeftOut", f"{left_out} entries of ./outputs were not copied back (symbolic links to an "
+                                         "absolute path or out of the folder); they are still on the host.", "Warning")
     except ssh.SshError as exc:
         event(job, "OutputsNotFetched", f"./outputs could not be copied back from vm {job.compute.name}: {exc}",
               "Warning")

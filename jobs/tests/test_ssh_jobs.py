@@ -163,6 +163,15 @@ def test_cancel_stops_the_whole_process_group(owner_api, vm, owner, sshd):
     assert "never" not in lines(job)
 
 
+def test_a_queued_job_is_canceled_without_reaching_any_cluster(owner_api, vm, owner):
+    ComputeTarget.objects.filter(pk=vm.pk).update(provisioning_state=ProvisioningState.CREATING)
+    job, _ = look(submit(owner_api))
+    assert job.status == JobStatus.QUEUED
+    services.job_cancel(user=owner, job=job)
+    job, delay = look(job)
+    assert (job.status, job.status_reason, delay) == (JobStatus.CANCELED, "Canceled by request.", None)
+
+
 def test_a_timeout_stops_the_job_and_fails_it(owner_api, vm, sshd):
     marker = f"{secrets.randbelow(10**6) + 10**6}"
     job = submit(owner_api, command=f"echo started; sleep {marker}", limits={"timeout": 1})

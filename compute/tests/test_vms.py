@@ -291,3 +291,26 @@ def test_secrets_reach_neither_the_record_nor_the_logs_nor_the_audit(owner_api, 
     for secret in (wrong, sshd.password, key_body):
         assert not [text for text in [*responses, *records, *audit, caplog.text] if secret in text], secret
     assert ComputeTarget.objects.get(name="refused").provisioning_errors[0]["code"] == "AuthenticationFailed"
+
+
+@pytest.mark.parametrize("raw", [
+    b"[]", b'"SHA256:x"', b'{"fingerprint": 5}', b'{"fingerprint": ["SHA256:x"]}', b'{"fingerprint": "SHA256:\\u0000"}',
+    b'{"fingerprint": "' + b"A" * 300_000 + b'"}', b'{"fingerprint": {"a": ' * 40 + b"1" + b"}" * 40,
+    b"\xff\xfe not json",
+])
+def test_hostile_confirm_bodies_are_4xx_in_the_error_shape_and_confirm_nothing(owner_api, workspace, sshd, raw):
+    compute = attach(owner_api, sshd)
+    before = dict(ComputeTarget.objects.get(pk=compute.pk).properties)
+    response = owner_api.generic("POST", f"{URL}gpubox/confirm-host-key/", raw, content_type="application/json")
+    assert 400 <= response.status_code < 500, response.content
+    assert set(response.json()) == {"error"} and response.json()["error"]["message"]
+    assert ComputeTarget.objects.get(pk=compute.pk).properties == before  # nothing confirmed, nothing written
+
+
+def test_a_yaml_confirm_body_with_an_alias_is_refused(owner_api, workspace, sshd):
+    compute = attach(owner_api, sshd)
+    shown = compute.status["host_key_fingerprint"]
+    raw = f"x: &k {shown}\nfingerprint: *k\n".encode()
+    response = owner_api.generic("POST", f"{URL}gpubox/confirm-host-key/", raw, content_type="application/yaml")
+    assert 400 <= response.status_code < 500 and set(response.json()) == {"error"}, response.content
+    assert ComputeTarget.objects.get(pk=compute.pk).properties.get("host_key_confirmed") is False

@@ -189,18 +189,23 @@ def _resolve_virtual_machine(workspace: Workspace, spec: dict, compute: ComputeT
         errors.append(("resources.instance_type", f"On vm '{compute.name}' instance_type is a VM size name (such as "
                                                   "Standard_NC6s_v3: its GPU count is what the job gets); leave it "
                                                   "out for all the VM's GPUs."))
-    code = spec.get("code")
-    if code and upload_sha256(code):
-        errors += _upload_problems(workspace, code)
-    elif code:
-        errors.append(("code", "A folder on the Dockyard host is not shipped to an attached VM: upload it (the CLI "
-                               "uploads `code: ./src` and sends azureml://uploads/<sha256>)."))
+    errors += _shipped_code_problems(workspace, spec.get("code"), "an attached VM")
     errors += [(f"inputs.{name}", "A folder on the Dockyard host is not shipped to an attached VM: upload it (the "
                                   "CLI uploads a local path).")
                for name, item in (spec.get("inputs") or {}).items() if "host" in (input_source(item) or {})]
     if errors:
         raise _invalid(errors)
     return Target.SSH, compute, size.name if size else ""
+
+
+def _shipped_code_problems(workspace: Workspace, code: str | None, where: str, also: str = "") -> list[tuple[str, str]]:
+    """Code that leaves the Dockyard host (to a cluster or a VM) must be an upload of this workspace."""
+    if code and upload_sha256(code):
+        return _upload_problems(workspace, code)
+    if code:
+        return [("code", f"A folder on the Dockyard host is not shipped to {where}: upload it (the CLI uploads "
+                         f"`code: ./src` and sends azureml://uploads/<sha256>){also}.")]
+    return []
 
 
 def _check_container_job(workspace: Workspace, spec: dict) -> None:
@@ -210,12 +215,7 @@ def _check_container_job(workspace: Workspace, spec: dict) -> None:
         errors.append(("environment.image", "A job on Kubernetes runs in a container: environment.image is required."))
     if "venv" in environment:
         errors.append(("environment.venv", "environment.venv applies to local jobs only."))
-    code = spec.get("code")
-    if code and upload_sha256(code):
-        errors += _upload_problems(workspace, code)
-    elif code:
-        errors.append(("code", "A folder on the Dockyard host is not shipped to Kubernetes: upload it (the CLI uploads "
-                               "`code: ./src` and sends azureml://uploads/<sha256>), or put the code in the image."))
+    errors += _shipped_code_problems(workspace, spec.get("code"), "Kubernetes", ", or put the code in the image")
     distribution = spec.get("distribution") or {}
     if distribution.get("type") == "tensorflow":
         if distribution.get("parameter_server_count"):

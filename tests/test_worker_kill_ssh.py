@@ -28,7 +28,7 @@ def ssh_workers(transactional_db, settings, tmp_path, sshd, workspace, owner):
                             provisioning_state=ProvisioningState.SUCCEEDED,
                             properties={"address": sshd.address, "ssh_port": sshd.port, "admin_username": sshd.username,
                                         "host_key": sshd.host_key},
-                            status={"host_key_confirmed": True})
+                            status={"host_key_confirmed": True, "gpus": []})
     compute.secrets = {"ssh_private_key": sshd.private_key}
     compute.save()
     env = {"DOCKYARD_JOB_DIR": str(tmp_path / "jobs"), "DOCKYARD_JOB_STALE_SECONDS": str(STALE_SECONDS),

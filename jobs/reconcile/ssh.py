@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 RESTARTED = "The host restarted while the job ran: its process is gone and left no exit code."
+AT_ONCE = 0.05  # seconds: look again right after this look's transaction commits
 UNREACHABLE = "unreachable"  # runner: the host did not answer at a look (said once in an event)
 
 
@@ -97,9 +98,12 @@ def _start(job: Job) -> float | None:
     if why:
         save(job, transition(job, JobStatus.FAILED, why))
         return None
+    chosen_before = gpus.GPUS in job.runner
     allotted, why = gpus.allot(job)
     if allotted is None:
         return _wait(job, why)
+    if not chosen_before and gpus.GPUS in job.runner:
+        return AT_ONCE  # the choice is committed (and the VM's row unlocked) before any file is shipped
     try:
         with ssh.session(_host(compute)) as remote:
             _launch(job, remote, allotted)

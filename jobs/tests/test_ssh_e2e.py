@@ -54,8 +54,8 @@ def test_two_jobs_for_the_only_gpu_the_second_waits_saying_why_then_runs(owner_a
             assert [gpu["index"] for gpu in vm.status["gpus"]] == [0]
             first = submit(owner_api, name="first", command="echo cuda=$CUDA_VISIBLE_DEVICES; sleep 2")
             second = submit(owner_api, name="second", command="echo cuda=$CUDA_VISIBLE_DEVICES")
-            first, _ = look(first)
-            assert first.status == JobStatus.RUNNING and first.runner["gpus"] == [0]
+            first = until(first, lambda job: job.status == JobStatus.RUNNING)
+            assert first.runner["gpus"] == [0]
             second, _ = look(second)
             assert second.status == JobStatus.QUEUED
             assert "GPU 0 is used by job 'first'" in second.status_reason, second.status_reason
@@ -75,7 +75,7 @@ def test_a_cpu_size_gets_no_gpu_and_does_not_wait_for_one(owner_api, workspace, 
             holder = submit(owner_api, name="holder", command="sleep 2")
             cpu = submit(owner_api, name="cpu", command="echo cuda=[$CUDA_VISIBLE_DEVICES]",
                          resources={"instance_type": "Standard_D4s_v3"})
-            holder, _ = look(holder)
+            holder = until(holder, lambda job: job.status == JobStatus.RUNNING)
             assert holder.runner["gpus"] == [0]
             cpu = until(cpu, lambda job: job.status == JobStatus.COMPLETED)
             assert cpu.runner["gpus"] == []

@@ -215,10 +215,12 @@ def test_a_dropped_connection_loses_no_line_and_doubles_none(owner_api, vm, sshd
 
 def test_a_start_whose_record_was_lost_is_adopted_not_started_twice(owner_api, vm, sshd, settings):
     job = submit(owner_api, command=f"echo ran >> ../count.txt; echo once; {WAIT_FOR_GATE}")
+    job, delay = look(job)  # the GPUs (none here) are chosen and committed in a look of their own
+    assert (job.runner, delay) == ({"gpus": []}, ssh_reconcile.AT_ONCE)
     job, _ = look(job)
     assert job.status == JobStatus.RUNNING
     pid = job.runner["pid"]
-    Job.objects.filter(pk=job.pk).update(runner={}, status=JobStatus.QUEUED)  # the save was lost in a crash
+    Job.objects.filter(pk=job.pk).update(runner={"gpus": []}, status=JobStatus.QUEUED)  # the save was lost in a crash
     job, _ = look(Job.objects.get(pk=job.pk))
     assert (job.status, job.runner["pid"]) == (JobStatus.RUNNING, pid)
     assert "Adopted" in reasons(job)
@@ -266,8 +268,8 @@ def test_a_job_on_a_vm_not_ready_waits_queued_with_the_reason(owner_api, vm, cha
 
 def test_a_host_that_does_not_answer_keeps_the_job_queued(owner_api, vm, sshd):
     ComputeTarget.objects.filter(pk=vm.pk).update(properties={**vm.properties, "ssh_port": 9})  # nothing listens
-    job, _ = look(submit(owner_api))
-    assert job.status == JobStatus.QUEUED and job.status_reason.startswith("Waiting for vm gpubox: The host at ")
+    job = until(submit(owner_api), lambda row: row.status == JobStatus.QUEUED)
+    assert job.status_reason.startswith("Waiting for vm gpubox: The host at ")
     assert "pid" not in job.runner  # nothing launched (its GPUs, none here, were chosen before connecting)
 
 

@@ -41,7 +41,11 @@ def _reconcile_kubernetes(job: Job) -> None:
 
 
 def _cancel(job: Job) -> float | None:
-    if job.target != Target.LOCAL and job.compute_id and not stop_kubernetes(job):
+    if job.target == Target.SSH:
+        # GPUs chosen: a launch may have happened whose record was lost in a crash; the host's own pid file says
+        if "gpus" in job.runner and not stop_ssh(job):
+            return LOOK_AGAIN
+    elif job.target != Target.LOCAL and job.compute_id and not stop_kubernetes(job):
         return LOOK_AGAIN  # the Job is still being torn down; cancelled once it is gone
     save(job, transition(job, JobStatus.CANCELED, "Canceled by request."))
     job.observed_generation = job.generation

@@ -230,6 +230,16 @@ def test_a_start_whose_record_was_lost_is_adopted_not_started_twice(owner_api, v
     assert on_host(sshd, f"cat {remote_dir(sshd, settings, job)}/count.txt") == "ran\n"
 
 
+def test_a_cancel_after_a_lost_launch_stops_what_the_host_runs(owner_api, vm, sshd, owner):
+    marker = f"{secrets.randbelow(10**6) + 10**6}"
+    job = until(submit(owner_api, command=f"sleep {marker}"), lambda row: row.status == JobStatus.RUNNING)
+    Job.objects.filter(pk=job.pk).update(runner={"gpus": []}, status=JobStatus.QUEUED)  # the launch's save was lost
+    services.job_cancel(user=owner, job=Job.objects.get(pk=job.pk))
+    job, _ = look(job)
+    assert job.status == JobStatus.CANCELED
+    assert on_host(sshd, f"pgrep -f 'slee[p] {marker}' | wc -l").strip() == "0"
+
+
 def test_a_host_that_restarted_fails_the_job_saying_so(owner_api, vm, sshd, settings):
     job = submit(owner_api, command=WAIT_FOR_GATE)
     job = until(job, lambda row: row.status == JobStatus.RUNNING)

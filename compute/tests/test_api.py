@@ -33,7 +33,7 @@ COMMON = {"name", "type", "description", "tags", "provisioning_state", "provisio
 def test_create_each_type(owner_api, workspace, compute_type, secrets, django_capture_on_commit_callbacks):
     fields = STORED_PROPERTIES[compute_type]  # the type's fields with their defaults filled in
     data = body(compute_type, description="made in a test", tags={"team": "a"})
-    runs = compute_type in ("kubernetes", "amlcompute", "computeinstance")
+    runs = compute_type in ("kubernetes", "amlcompute", "computeinstance", "virtualmachine")
     if compute_type in ("amlcompute", "computeinstance"):
         host(workspace)  # the workspace's only kubernetes compute: where the compute cluster or instance lives
     with django_capture_on_commit_callbacks() as callbacks:
@@ -48,7 +48,7 @@ def test_create_each_type(owner_api, workspace, compute_type, secrets, django_ca
     assert (created["name"], created["type"], created["description"], created["tags"]) == (data["name"], compute_type, "made in a test", {"team": "a"})
     assert (created["provisioning_state"], created["provisioning_errors"], created["created_by"]) == ("Creating", [], "olivia")
     assert created["secrets_set"] == secrets
-    # Kubernetes computes and compute clusters run work; every other record says it runs nothing, and why.
+    # Kubernetes computes, compute clusters, instances and VMs run work; every other record says it runs nothing, and why.
     assert (created["backend"] is None) is runs
     assert runs or created["backend"].startswith("Records only: ")
     assert len(callbacks) == 1  # a reconcile is enqueued once the record is committed

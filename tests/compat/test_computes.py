@@ -232,7 +232,7 @@ def test_virtualmachine_with_ssh_settings_and_an_address_is_stored(owner_api, wo
     key = "".join(f"    {line}\n" for line in PRIVATE_KEY.splitlines())
     body = created(owner_api, VM_AZURE + f"  ssh_port: 22\n  ssh_private_key: |\n{key}address: 10.0.0.9\n")
     assert (body["admin_username"], body["ssh_port"], body["secrets_set"], body["resource_id"]) == ("azureuser", 22, ["ssh_private_key"], VM_ID)
-    assert body["backend"].startswith("Records only: Dockyard does not run jobs over SSH yet")
+    assert body["backend"] is None  # jobs run on it over SSH (docs/attached-vms.md)
 
 
 # --- kubernetes: attached by kubeconfig ----------------------------------------------------------------------------

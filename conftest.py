@@ -136,7 +136,7 @@ def sshd():
         pytest.skip(why)
     running = server.start_sshd()
     yield running
-    running.stop()
+    running.close()
 
 
 @pytest.fixture

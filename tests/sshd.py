@@ -125,6 +125,11 @@ class Sshd:
                 self.process.wait()
         self.process = None
 
+    def close(self) -> None:
+        """Stop for good and remove its folder (keys, log)."""
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
     def run_as_user(self, command: str) -> subprocess.CompletedProcess:
         """Run a shell command on the "remote" side as the test user (to look at what a job left there)."""
         prefix = [] if os.geteuid() != 0 else ["runuser", "-u", self.username, "--"]

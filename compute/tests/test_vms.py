@@ -31,7 +31,7 @@ def fresh(sshd):
     """An sshd of this test's own (its options or host key change); `sshd` first, for its skip when there is none."""
     server = servers.start_sshd()
     yield server
-    server.stop()
+    server.close()
 
 
 def vm_body(server, name: str = "gpubox", **fields) -> dict:

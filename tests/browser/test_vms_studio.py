@@ -141,7 +141,7 @@ def reinstalled():
     """An sshd of this test's own, whose host key the test replaces (the shared one keeps its key for other tests)."""
     server = start_sshd()
     yield server
-    server.stop()
+    server.close()
 
 
 def test_a_changed_host_key_is_shown_and_the_new_one_confirmed(team, reinstalled, page, screenshot):
